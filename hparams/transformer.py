@@ -1,0 +1,51 @@
+"""The paper's Transformer configurations and CPU-sized variants of them."""
+
+from t2t_lite.config import HParams
+from t2t_lite.registry import register_hparams
+
+
+@register_hparams
+def transformer_base():
+    """Table 3 'base': N=6, d_model=512, d_ff=2048, h=8, P_drop=0.1 (~65M parameters).
+
+    batch_size counts tokens per replica: 8 replicas see about the paper's 25k-token batches.
+    """
+    return HParams()
+
+
+@register_hparams
+def transformer_big():
+    """Table 3 'big': d_model=1024, d_ff=4096, h=16, P_drop=0.3 (~213M parameters)."""
+    return transformer_base().replace(d_model=1024, d_ff=4096, num_heads=16, dropout=0.3)
+
+
+@register_hparams
+def transformer_base_single_gpu():
+    """tensor2tensor's one-GPU recipe: smaller batches, longer warmup.
+
+    To train with the paper's batch on one GPU instead, keep transformer_base and set
+    accumulate_steps=8.
+    """
+    return transformer_base().replace(batch_size=1024, warmup_steps=16000)
+
+
+@register_hparams
+def transformer_big_single_gpu():
+    """tensor2tensor's one-GPU big recipe: less dropout, longer warmup."""
+    return transformer_big().replace(dropout=0.1, warmup_steps=16000)
+
+
+@register_hparams
+def transformer_small():
+    """A CPU-trainable model for small corpora: 3+3 layers, d_model=256, d_ff=1024, h=4."""
+    return transformer_base().replace(
+        num_encoder_layers=3, num_decoder_layers=3, d_model=256, d_ff=1024, num_heads=4,
+        batch_size=2048, warmup_steps=4000)
+
+
+@register_hparams
+def transformer_tiny():
+    """The embedded demo's model: 2+2 layers, d_model=128; learns algorithmic tasks in minutes."""
+    return transformer_base().replace(
+        num_encoder_layers=2, num_decoder_layers=2, d_model=128, d_ff=512, num_heads=4,
+        batch_size=2048, max_length=64, warmup_steps=400, learning_rate=2.0)

@@ -1,0 +1,75 @@
+"""t2t-lite-trainer: trains (or resumes) a model on a problem, evaluating as it goes."""
+
+import argparse
+
+from t2t_lite import cli
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="t2t-lite-trainer", description=__doc__)
+    parser.add_argument("--problem", help="registered problem name, e.g. algorithmic_reverse")
+    parser.add_argument("--hparams_set", help="registered hparams set, e.g. transformer_base")
+    parser.add_argument("--hparams", default="",
+                        help='overrides, e.g. "num_heads=16,dropout=0.3"')
+    parser.add_argument("--model_dir", help="checkpoints, summaries, hparams.json")
+    parser.add_argument("--data_dir", help="TFRecord shards and vocabulary (default: "
+                        "MODEL_DIR/data)")
+    parser.add_argument("--raw_dir", help="downloads and raw files (default: DATA_DIR/raw)")
+    parser.add_argument("--generate_data", action="store_true",
+                        help="run datagen first when the data is missing")
+    parser.add_argument("--train_steps", type=int, default=100_000,
+                        help="total optimizer updates (a resumed run continues to this)")
+    parser.add_argument("--eval_every", type=int, default=1000,
+                        help="evaluate on dev every N updates (0: only at the end)")
+    parser.add_argument("--save_every", type=int, default=None,
+                        help="checkpoint every N updates (default: --eval_every)")
+    parser.add_argument("--eval_steps", type=int, default=None,
+                        help="dev batches per evaluation (default: all)")
+    parser.add_argument("--eval_decode_examples", type=int, default=1000,
+                        help="dev examples decoded for the problem's metrics (0: none)")
+    parser.add_argument("--keep_checkpoints", type=int, default=20)
+    parser.add_argument("--log_every", type=int, default=100)
+    parser.add_argument("--strategy", default="auto",
+                        choices=("auto", "default", "mirrored", "multi_worker"),
+                        help="auto: multi_worker with TF_CONFIG, mirrored with several GPUs")
+    parser.add_argument("--usr_dir", help="a Python module or package registering problems "
+                        "or hparams sets")
+    parser.add_argument("--registry_help", action="store_true",
+                        help="list the registered problems and hparams sets, then exit")
+    args = parser.parse_args(argv)
+    if not args.registry_help and not args.model_dir:
+        parser.error("--model_dir is required")
+    for flag in ("train_steps", "eval_every", "save_every", "eval_steps", "keep_checkpoints",
+                 "log_every", "eval_decode_examples"):
+        value = getattr(args, flag)
+        if value is not None and value < (0 if flag in ("eval_every", "eval_decode_examples")
+                                          else 1):
+            parser.error(f"--{flag} must be positive, got {value}")
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    from t2t_lite import registry
+    from t2t_lite.runner import Runner, format_metrics
+    from t2t_lite.training import create_strategy
+
+    if args.usr_dir:
+        registry.import_usr_dir(args.usr_dir)
+    if args.registry_help:
+        print(registry.help_string(), end="")
+        return
+    strategy = create_strategy(args.strategy)
+    runner = Runner.create_or_resume(args.model_dir, args.problem, args.hparams_set,
+                                     args.hparams, args.data_dir)
+    runner.prepare_data(generate=args.generate_data, raw_dir=args.raw_dir)
+    metrics = runner.train(
+        args.train_steps, strategy=strategy, eval_every=args.eval_every,
+        save_every=args.save_every, eval_steps=args.eval_steps,
+        decode_examples=args.eval_decode_examples, keep_checkpoints=args.keep_checkpoints,
+        log_every=args.log_every)
+    print(f"final evaluation at step {args.train_steps}: {format_metrics(metrics)}")
+
+
+def run():
+    cli.run(main)

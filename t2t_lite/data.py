@@ -1,0 +1,81 @@
+"""tf.data input pipeline: TFRecord shards -> parsed ids -> token-budget batches.
+
+Batches are formed by length bucket so that each holds about `batch_size` tokens, as in
+tensor2tensor: short sentences come many to a batch, long ones few, and little is padding.
+"""
+
+import tensorflow as tf
+
+_FEATURES = {
+    "inputs": tf.io.VarLenFeature(tf.int64),
+    "targets": tf.io.VarLenFeature(tf.int64),
+}
+
+
+def serialize_example(inputs, targets):
+    """A tf.train.Example with int64 features `inputs` and `targets`."""
+    feature = {
+        name: tf.train.Feature(int64_list=tf.train.Int64List(value=ids))
+        for name, ids in (("inputs", inputs), ("targets", targets))
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def parse_example(serialized):
+    parsed = tf.io.parse_single_example(serialized, _FEATURES)
+    return {name: tf.cast(tf.sparse.to_dense(value), tf.int32) for name, value in parsed.items()}
+
+
+def example_length(example):
+    """The padded size an example adds to a batch: its longer side."""
+    return tf.maximum(tf.shape(example["inputs"])[0], tf.shape(example["targets"])[0])
+
+
+def bucket_boundaries(max_length, min_length=8, step=1.1):
+    """Geometric length boundaries (tensor2tensor's): 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 22, ..."""
+    boundaries = []
+    length = min_length
+    while length < max_length:
+        boundaries.append(length)
+        length = max(length + 1, int(length * step))
+    return boundaries
+
+
+def batch_by_tokens(dataset, batch_size, max_length):
+    """Groups examples by length into padded batches of at most `batch_size` tokens.
+
+    Bucket i holds lengths in [boundaries[i-1], boundaries[i]), so `batch_size // boundaries[i]`
+    examples fit the budget. Examples longer than `max_length` (kept in evaluation) come one
+    per batch.
+    """
+    boundaries = bucket_boundaries(max_length) + [max_length + 1]
+    batch_sizes = [max(1, batch_size // length) for length in boundaries] + [1]
+    return dataset.bucket_by_sequence_length(
+        example_length, boundaries, batch_sizes, padded_shapes={"inputs": [None], "targets": [None]})
+
+
+def to_features_and_labels(batch):
+    return {"inputs": batch["inputs"], "targets": batch["targets"]}, batch["targets"]
+
+
+def make_dataset(paths, batch_size, max_length, *, training, input_context=None, seed=None):
+    """Shards at `paths` -> ({"inputs", "targets"}, targets) batches, padded with 0.
+
+    Training data is sharded per input pipeline, shuffled, repeated, and stripped of examples
+    longer than `max_length`; evaluation data is read once, in order, in full.
+    """
+    files = tf.data.Dataset.from_tensor_slices(sorted(paths))
+    if input_context and input_context.num_input_pipelines > 1:
+        files = files.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if training:
+        files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
+        dataset = files.interleave(tf.data.TFRecordDataset, cycle_length=min(len(paths), 8),
+                                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=seed is not None)
+        dataset = dataset.shuffle(10_000, seed=seed).repeat()
+    else:
+        dataset = tf.data.TFRecordDataset(files)
+    dataset = dataset.map(parse_example, num_parallel_calls=tf.data.AUTOTUNE)
+    if training:
+        dataset = dataset.filter(lambda example: example_length(example) <= max_length)
+    dataset = batch_by_tokens(dataset, batch_size, max_length)
+    return dataset.map(to_features_and_labels).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,18 @@
+"""File writes that an interruption cannot leave half-done."""
+
+import os
+import tempfile
+
+
+def write_text_atomically(path, text):
+    """Writes to a temporary file beside `path`, then renames it over `path`."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        os.remove(temporary)
+        raise

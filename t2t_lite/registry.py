@@ -1,0 +1,95 @@
+"""Registries of problems and hparams sets, looked up by snake_case name.
+
+The built-in problems and hparams sets live in `t2t_lite.problems` and `t2t_lite.hparams`; they are
+imported on the first lookup, so that the core never imports them directly.
+"""
+
+import importlib
+import importlib.util
+import os
+import re
+import sys
+
+from t2t_lite.errors import UserError, did_you_mean
+
+
+def snake_case(name):
+    """TranslateEndeWmt32k -> translate_ende_wmt32k."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+class Registry:
+    """Names to objects; a duplicate name is a programming error, an unknown one a user error."""
+
+    def __init__(self, kind, builtins_module):
+        self.kind = kind
+        self._builtins_module = builtins_module
+        self._entries = {}
+
+    def register(self, obj=None, *, name=None):
+        """Decorator: `@register` or `@register(name="...")`; the default name is snake_case."""
+
+        def decorate(obj):
+            key = name or snake_case(obj.__name__)
+            if key in self._entries:
+                raise ValueError(f"{self.kind} '{key}' is already registered")
+            self._entries[key] = obj
+            return obj
+
+        return decorate(obj) if obj is not None else decorate
+
+    def get(self, name):
+        self._load_builtins()
+        if name not in self._entries:
+            raise UserError(
+                f"unknown {self.kind} '{name}'{did_you_mean(name, self._entries)}; "
+                "`t2t-lite-trainer --registry_help` lists them all"
+            )
+        return self._entries[name]
+
+    def names(self):
+        self._load_builtins()
+        return sorted(self._entries)
+
+    def _load_builtins(self):
+        importlib.import_module(self._builtins_module)
+
+
+problems = Registry("problem", "t2t_lite.problems")
+hparams_sets = Registry("hparams set", "t2t_lite.hparams")
+register_problem = problems.register
+register_hparams = hparams_sets.register
+
+
+def problem(name):
+    """A new instance of the registered Problem `name`."""
+    return problems.get(name)()
+
+
+def hparams(name):
+    """The HParams of the registered set `name`."""
+    return hparams_sets.get(name)()
+
+
+def help_string():
+    sections = [("Problems", problems.names()), ("hparams sets", hparams_sets.names())]
+    return "\n".join(f"{title}:\n" + "".join(f"  {n}\n" for n in names) for title, names in sections)
+
+
+def import_usr_dir(path):
+    """Imports a user's module or package (like tensor2tensor's --t2t_usr_dir) so it can register."""
+    path = os.path.abspath(os.path.expanduser(path))
+    is_package = os.path.isdir(path)
+    init = os.path.join(path, "__init__.py") if is_package else path
+    if not os.path.isfile(init):
+        raise UserError(f"--usr_dir {path}: no such module or package (expected a .py file or a "
+                        "directory with __init__.py)")
+    module_name = os.path.splitext(os.path.basename(path.rstrip(os.sep)))[0]
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(
+        module_name, init, submodule_search_locations=[path] if is_package else None)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module

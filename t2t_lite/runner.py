@@ -1,0 +1,177 @@
+"""Runner: one experiment in a model_dir (problem, hparams, data), trained and evaluated.
+
+A model_dir remembers how it was made in hparams.json and problem.json, so resuming, decoding and
+exporting never need those flags again, and a flag that contradicts them is refused.
+"""
+
+import json
+import logging
+import os
+
+import tensorflow as tf
+
+from t2t_lite import registry
+from t2t_lite.config import HParams
+from t2t_lite.decoding import greedy_search
+from t2t_lite.errors import UserError
+from t2t_lite.files import write_text_atomically
+from t2t_lite.training import Trainer
+
+logger = logging.getLogger("t2t_lite")
+
+HPARAMS_FILE = "hparams.json"
+PROBLEM_FILE = "problem.json"
+
+
+class Runner:
+    def __init__(self, model_dir, problem_name, hparams_set, hparams, data_dir):
+        self.model_dir = model_dir
+        self.problem_name = problem_name
+        self.hparams_set = hparams_set
+        self.problem = registry.problem(problem_name)
+        self.hparams = hparams
+        self.data_dir = data_dir
+        self._vocabulary = None
+
+    @classmethod
+    def create_or_resume(cls, model_dir, problem_name=None, hparams_set=None, overrides="",
+                         data_dir=None):
+        """A new experiment from the flags, or the one saved in model_dir if there is one."""
+        model_dir = _absolute(model_dir)
+        if os.path.exists(os.path.join(model_dir, HPARAMS_FILE)):
+            runner = cls.from_model_dir(model_dir, data_dir)
+            runner._check_flags_agree(problem_name, hparams_set, overrides)
+            return runner
+        if not problem_name or not hparams_set:
+            raise UserError(f"{model_dir} holds no experiment yet: pass --problem and "
+                            "--hparams_set to start one")
+        hparams = registry.hparams(hparams_set).override(overrides)
+        runner = cls(model_dir, problem_name, hparams_set, hparams,
+                     _absolute(data_dir or os.path.join(model_dir, "data")))
+        write_text_atomically(os.path.join(model_dir, HPARAMS_FILE), hparams.to_json())
+        write_text_atomically(
+            os.path.join(model_dir, PROBLEM_FILE),
+            json.dumps({"problem": problem_name, "hparams_set": hparams_set,
+                        "data_dir": runner.data_dir}, indent=2) + "\n")
+        return runner
+
+    @classmethod
+    def from_model_dir(cls, model_dir, data_dir=None):
+        """The experiment saved in model_dir; data_dir overrides where its data now lives."""
+        model_dir = _absolute(model_dir)
+        try:
+            with open(os.path.join(model_dir, HPARAMS_FILE), encoding="utf-8") as f:
+                hparams = HParams.from_json(f.read())
+            with open(os.path.join(model_dir, PROBLEM_FILE), encoding="utf-8") as f:
+                saved = json.load(f)
+        except FileNotFoundError as error:
+            raise UserError(f"{model_dir} is not a t2t_lite model_dir ({error.filename} is "
+                            "missing): train one there with t2t-lite-trainer") from None
+        return cls(model_dir, saved["problem"], saved["hparams_set"], hparams,
+                   _absolute(data_dir) if data_dir else saved["data_dir"])
+
+    def _check_flags_agree(self, problem_name, hparams_set, overrides):
+        for flag, given, saved in (("problem", problem_name, self.problem_name),
+                                   ("hparams_set", hparams_set, self.hparams_set)):
+            if given and given != saved:
+                raise UserError(f"{self.model_dir} was trained with --{flag}={saved}, "
+                                f"not {given}: use a new --model_dir or drop the flag")
+        changed = self.hparams.override(overrides).to_dict()
+        differing = sorted(k for k, v in self.hparams.to_dict().items() if changed[k] != v)
+        if differing:
+            raise UserError(f"{self.model_dir} was trained with other values of "
+                            f"{', '.join(differing)} (see its {HPARAMS_FILE}): use a new "
+                            "--model_dir or drop those --hparams")
+
+    @property
+    def vocabulary(self):
+        if self._vocabulary is None:
+            self._vocabulary = self.problem.vocabulary(self.data_dir)
+        return self._vocabulary
+
+    def prepare_data(self, generate=False, raw_dir=None):
+        """Runs datagen when data is missing and the user asked, or the problem needs no download."""
+        if self.problem.has_data(self.data_dir, "train") and self.problem.has_data(
+                self.data_dir, "dev"):
+            return
+        if not (generate or self.problem.self_contained):
+            raise UserError(
+                f"no data for problem {self.problem.name} in {self.data_dir}: run "
+                f"`t2t-lite-datagen --problem={self.problem.name} --data_dir={self.data_dir}` "
+                "or pass --generate_data")
+        logger.info("generating data for %s in %s", self.problem.name, self.data_dir)
+        self.problem.generate_data(self.data_dir, raw_dir)
+
+    def trainer(self, strategy=None):
+        """A Trainer restored from the latest checkpoint in model_dir, if any."""
+        trainer = Trainer(self.hparams, self.vocabulary.size, strategy)
+        latest = tf.train.latest_checkpoint(self.model_dir)
+        if latest:
+            trainer.checkpoint.restore(latest).assert_existing_objects_matched()
+            logger.info("restored %s (step %d)", latest, trainer.step)
+        return trainer
+
+    def train(self, train_steps, *, strategy=None, eval_every=1000, save_every=None,
+              eval_steps=None, decode_examples=1000, keep_checkpoints=20, log_every=100):
+        """Trains to `train_steps`, checkpointing and evaluating on dev along the way; returns
+        the final evaluation."""
+        trainer = self.trainer(strategy)
+        replicas = trainer.strategy.num_replicas_in_sync
+        logger.info("training %s with %s parameters on %d replica(s), step %d of %d",
+                    self.problem.name, f"{trainer.model.count_params():,}", replicas,
+                    trainer.step, train_steps)
+
+        def dataset_fn(input_context):
+            return self.problem.dataset("train", self.data_dir, self.hparams, training=True,
+                                        input_context=input_context)
+
+        eval_writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "eval"))
+
+        def evaluate(step):
+            metrics = self.evaluate(trainer, eval_steps=eval_steps, decode_examples=decode_examples)
+            logger.info("eval at step %d: %s", step, format_metrics(metrics))
+            with eval_writer.as_default(step=step):
+                for name, value in metrics.items():
+                    tf.summary.scalar(name, value)
+            return metrics
+
+        def evaluate_before_the_end(step):
+            if step != train_steps:
+                evaluate(step)
+
+        checkpoints = tf.train.CheckpointManager(trainer.checkpoint, self.model_dir,
+                                                 max_to_keep=keep_checkpoints)
+        trainer.train(dataset_fn, train_steps, checkpoints=checkpoints,
+                      save_every=save_every or eval_every or train_steps, log_every=log_every,
+                      periodic=[(eval_every, evaluate_before_the_end)],
+                      summary_dir=os.path.join(self.model_dir, "train"))
+        return evaluate(trainer.step)
+
+    def evaluate(self, trainer, split="dev", eval_steps=None, decode_examples=1000):
+        """Teacher-forced loss and accuracy on `split`, plus the problem's metrics on greedy
+        decodes of its first `decode_examples` examples."""
+        dataset = self.problem.dataset(split, self.data_dir, self.hparams, training=False)
+        metrics = trainer.evaluate(dataset, eval_steps)
+        if decode_examples:
+            metrics.update(self._decode_metrics(trainer.model, dataset, decode_examples))
+        return metrics
+
+    def _decode_metrics(self, model, dataset, max_examples):
+        search = tf.function(lambda inputs: greedy_search(model, inputs, self.hparams.extra_length),
+                             reduce_retracing=True)
+        hypotheses, references = [], []
+        for features, targets in dataset:
+            outputs = search(features["inputs"]).numpy()
+            hypotheses += [self.vocabulary.decode(ids) for ids in outputs]
+            references += [self.vocabulary.decode(ids) for ids in targets.numpy()]
+            if len(references) >= max_examples:
+                break
+        return self.problem.decode_metrics(hypotheses[:max_examples], references[:max_examples])
+
+
+def _absolute(path):
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def format_metrics(metrics):
+    return "  ".join(f"{name} {value:.4g}" for name, value in sorted(metrics.items()))

@@ -1,0 +1,281 @@
+"""Training: the paper's learning-rate schedule, label-smoothed loss, and the distributed loop.
+
+The loop is written on tf.distribute rather than `Model.fit` because the paper's loss is a mean
+over *all* target tokens of a step, across replicas and accumulated micro-batches; each replica
+therefore sums its token losses, and gradients are divided by the all-reduced token count before
+the optimizer's all-reduce. Keras's own `gradient_accumulation_steps` fails under MirroredStrategy
+(a merge_call inside a cond); here the micro-batches of one update are unrolled in one replica
+function, which works under every strategy.
+"""
+
+import logging
+import math
+import os
+import time
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from t2t_lite.errors import UserError
+from t2t_lite.model import Transformer
+from t2t_lite.text import PAD_ID
+
+logger = logging.getLogger("t2t_lite")
+
+
+@keras.saving.register_keras_serializable(package="t2t_lite")
+class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """lrate = learning_rate * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5).
+
+    Keras passes the number of updates already applied; the paper's step counts from 1.
+    """
+
+    def __init__(self, d_model, warmup_steps, learning_rate=1.0):
+        self.d_model = d_model
+        self.warmup_steps = warmup_steps
+        self.learning_rate = learning_rate
+
+    def __call__(self, iterations):
+        step = ops.cast(iterations, "float32") + 1.0
+        decay = ops.minimum(ops.rsqrt(step), step * self.warmup_steps**-1.5)
+        return self.learning_rate * self.d_model**-0.5 * decay
+
+    def get_config(self):
+        return {"d_model": self.d_model, "warmup_steps": self.warmup_steps,
+                "learning_rate": self.learning_rate}
+
+
+def smoothed_cross_entropy(logits, labels, smoothing):
+    """Per-position cross-entropy against the smoothed target distribution: 1 - smoothing on
+    the label and smoothing / (V - 1) on every other class, as in tensor2tensor."""
+    vocab_size = ops.shape(logits)[-1]
+    log_probs = ops.log_softmax(logits, axis=-1)
+    label_log_probs = ops.take_along_axis(log_probs, labels[..., None], axis=-1)[..., 0]
+    other = smoothing / ops.cast(vocab_size - 1, "float32")
+    return -((1.0 - smoothing - other) * label_log_probs + other * ops.sum(log_probs, axis=-1))
+
+
+def batch_statistics(logits, features, labels, smoothing):
+    """Sums over one batch, so that replicas and micro-batches combine exactly."""
+    weights = ops.cast(labels != PAD_ID, "float32")
+    predictions = ops.cast(ops.argmax(logits, axis=-1), labels.dtype)
+    nll = smoothed_cross_entropy(logits, labels, 0.0)
+    return {
+        "loss": ops.sum(smoothed_cross_entropy(logits, labels, smoothing) * weights),
+        "nll": ops.sum(nll * weights),
+        "correct": ops.sum(ops.cast(predictions == labels, "float32") * weights),
+        "tokens": ops.sum(weights),
+        "target_slots": ops.cast(ops.size(labels), "float32"),
+        "source_tokens": ops.sum(ops.cast(features["inputs"] != PAD_ID, "float32")),
+        "source_slots": ops.cast(ops.size(features["inputs"]), "float32"),
+    }
+
+
+def summarize(sums):
+    """Means from summed batch statistics."""
+    tokens = max(float(sums["tokens"]), 1.0)
+    return {
+        "loss": float(sums["loss"]) / tokens,
+        "perplexity": math.exp(min(float(sums["nll"]) / tokens, 50.0)),
+        "accuracy": float(sums["correct"]) / tokens,
+        "padding_fraction": 1.0 - (float(sums["tokens"]) + float(sums["source_tokens"]))
+        / max(float(sums["target_slots"]) + float(sums["source_slots"]), 1.0),
+    }
+
+
+def create_strategy(name="auto"):
+    """default / mirrored / multi_worker, or auto: multi_worker when TF_CONFIG is set, mirrored
+    when several GPUs are visible, else the default strategy."""
+    if name == "auto":
+        if os.environ.get("TF_CONFIG"):
+            name = "multi_worker"
+        elif len(tf.config.list_logical_devices("GPU")) > 1:
+            name = "mirrored"
+        else:
+            name = "default"
+    if name == "multi_worker":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if name == "default":
+        return tf.distribute.get_strategy()
+    raise UserError(f"unknown --strategy '{name}': use auto, default, mirrored or multi_worker")
+
+
+def create_model(hparams, vocab_size):
+    """The Transformer with its variables, in hparams.precision (e.g. mixed_float16)."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(hparams.precision)
+    try:
+        return Transformer(hparams, vocab_size).create_variables()
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def create_optimizer(hparams):
+    """Adam with the paper's betas and epsilon on the paper's schedule; loss-scaled in float16."""
+    optimizer = keras.optimizers.Adam(
+        learning_rate=TransformerSchedule(hparams.d_model, hparams.warmup_steps,
+                                          hparams.learning_rate),
+        beta_1=hparams.adam_beta1, beta_2=hparams.adam_beta2, epsilon=hparams.adam_epsilon)
+    if hparams.precision == "mixed_float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer
+
+
+class TrainingDiverged(UserError):
+    """The loss became NaN or infinite."""
+
+
+class Trainer:
+    """Owns the model, optimizer and checkpoint of one run under one tf.distribute strategy."""
+
+    def __init__(self, hparams, vocab_size, strategy=None):
+        self.hparams = hparams
+        self.strategy = strategy or tf.distribute.get_strategy()
+        with self.strategy.scope():
+            self.model = create_model(hparams, vocab_size)
+            self.optimizer = create_optimizer(hparams)
+            self.optimizer.build(self.model.trainable_variables)
+        self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+        self._train_step = None
+        self._eval_step = None
+
+    @property
+    def step(self):
+        """Optimizer updates applied so far."""
+        return int(self.optimizer.iterations.numpy())
+
+    def learning_rate(self):
+        return float(self.optimizer.learning_rate.numpy())
+
+    def _replica_step(self, batches):
+        variables = self.model.trainable_variables
+        gradients, sums = None, None
+        for features, labels in batches:
+            with tf.GradientTape() as tape:
+                logits = self.model(features, training=True)
+                stats = batch_statistics(logits, features, labels, self.hparams.label_smoothing)
+                scaled_loss = self.optimizer.scale_loss(stats["loss"])
+            step_gradients = [tf.convert_to_tensor(g) for g in tape.gradient(scaled_loss, variables)]
+            if gradients is None:
+                gradients, sums = step_gradients, stats
+            else:
+                gradients = [a + b for a, b in zip(gradients, step_gradients)]
+                sums = {k: sums[k] + stats[k] for k in sums}
+        context = tf.distribute.get_replica_context()
+        sums = context.all_reduce(tf.distribute.ReduceOp.SUM, sums)
+        gradients = [g / tf.maximum(sums["tokens"], 1.0) for g in gradients]
+        if self.hparams.clip_grad_norm:
+            gradients = self._clip(gradients, context)
+        self.optimizer.apply(gradients, variables)
+        return sums
+
+    def _clip(self, gradients, context):
+        """Clips by the norm of the *summed* gradient, which no single replica holds."""
+        total = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+        norm = tf.linalg.global_norm(total)
+        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+            norm = norm / self.optimizer.scale_loss(1.0)
+        scale = tf.minimum(1.0, self.hparams.clip_grad_norm / norm)
+        return [g * scale for g in gradients]
+
+    def train_step(self, iterator):
+        """One optimizer update from `accumulate_steps` batches per replica; returns the sums."""
+        if self._train_step is None:
+            @tf.function
+            def step(iterator):
+                batches = [next(iterator) for _ in range(self.hparams.accumulate_steps)]
+                sums = self.strategy.run(self._replica_step, args=(batches,))
+                return self.strategy.experimental_local_results(sums)[0]
+
+            self._train_step = step
+        return {k: float(v) for k, v in self._train_step(iterator).items()}
+
+    def distribute(self, dataset_fn):
+        """An iterator over `dataset_fn(input_context)` fed to every replica."""
+        return iter(self.strategy.distribute_datasets_from_function(dataset_fn))
+
+    def evaluate(self, dataset, max_batches=None):
+        """Loss, perplexity, token accuracy and padding over `dataset` (all of it by default)."""
+        if self._eval_step is None:
+            @tf.function(reduce_retracing=True)
+            def step(features, labels):
+                logits = self.model(features, training=False)
+                return batch_statistics(logits, features, labels, self.hparams.label_smoothing)
+
+            self._eval_step = step
+        sums = None
+        for features, labels in dataset.take(max_batches or -1):
+            stats = self._eval_step(features, labels)
+            sums = stats if sums is None else {k: sums[k] + stats[k] for k in sums}
+        if sums is None:
+            raise UserError("the evaluation data set is empty")
+        return summarize(sums)
+
+    def train(self, dataset_fn, train_steps, *, checkpoints=None, save_every=1000, log_every=100,
+              periodic=(), summary_dir=None):
+        """Runs updates until `train_steps` have been applied in total (resumed runs included).
+
+        Saves a checkpoint every `save_every` updates and at the end, and calls each
+        `fn(step)` of `periodic` (every, fn) pairs every `every` updates. Stops with
+        TrainingDiverged on a non-finite loss without saving, so the last checkpoint is the
+        last good one.
+        """
+        iterator = self.distribute(dataset_fn)
+        writer = tf.summary.create_file_writer(summary_dir) if summary_dir else None
+        progress = _Progress(self.step, train_steps)
+        while self.step < train_steps:
+            sums = self.train_step(iterator)
+            step = self.step
+            if not math.isfinite(sums["loss"]):
+                raise TrainingDiverged(
+                    f"the loss became {sums['loss']} at step {step}; the last good checkpoint "
+                    "is kept. Lower learning_rate or raise warmup_steps with --hparams")
+            progress.add(sums)
+            if step % log_every == 0 or step == train_steps:
+                metrics = progress.report(step, self.learning_rate())
+                if writer:
+                    with writer.as_default(step=step):
+                        for name, value in metrics.items():
+                            tf.summary.scalar(name, value)
+            if checkpoints and (step % save_every == 0 or step == train_steps):
+                checkpoints.save(checkpoint_number=step)
+            for every, fn in periodic:
+                if every and step % every == 0:
+                    fn(step)
+        return self.step
+
+
+class _Progress:
+    """Aggregates statistics between log lines and prints step, loss, lr, tokens/s and ETA."""
+
+    def __init__(self, start_step, train_steps):
+        self.train_steps = train_steps
+        self.last_step = start_step
+        self.last_time = time.perf_counter()
+        self.sums = None
+
+    def add(self, sums):
+        self.sums = sums if self.sums is None else {k: self.sums[k] + sums[k] for k in sums}
+
+    def report(self, step, learning_rate):
+        now = time.perf_counter()
+        elapsed = max(now - self.last_time, 1e-9)
+        metrics = summarize(self.sums)
+        metrics["learning_rate"] = learning_rate
+        metrics["tokens_per_second"] = self.sums["tokens"] / elapsed
+        eta = (self.train_steps - step) * elapsed / max(step - self.last_step, 1)
+        logger.info(
+            "step %d/%d  loss %.4f  accuracy %.3f  lr %.3g  %s target tokens/s  ETA %s",
+            step, self.train_steps, metrics["loss"], metrics["accuracy"], learning_rate,
+            f"{metrics['tokens_per_second']:,.0f}", _duration(eta))
+        self.last_step, self.last_time, self.sums = step, now, None
+        return metrics
+
+
+def _duration(seconds):
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"

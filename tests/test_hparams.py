@@ -1,0 +1,52 @@
+"""The hparams sets against Table 3 of Vaswani et al. (2017)."""
+
+import pytest
+
+from t2t_lite import registry
+from t2t_lite.training import create_model
+
+VOCAB_SIZE = 37_000  # the paper's shared English-German vocabulary
+
+
+def table3_parameter_count(n, d_model, d_ff, vocab_size):
+    """Weights of the paper's architecture, counted from its equations: bias-free attention
+    projections (W^Q, W^K, W^V, W^O), the FFN's two affine maps, a LayerNorm (gain and bias)
+    per sublayer, and one embedding matrix shared with the pre-softmax projection."""
+    attention = 4 * d_model * d_model
+    ffn = 2 * d_model * d_ff + d_ff + d_model
+    layer_norm = 2 * d_model
+    encoder_layer = attention + ffn + 2 * layer_norm
+    decoder_layer = 2 * attention + ffn + 3 * layer_norm
+    return vocab_size * d_model + n * (encoder_layer + decoder_layer)
+
+
+def test_base_and_big_match_table3_hyperparameters():
+    base, big = registry.hparams("transformer_base"), registry.hparams("transformer_big")
+    assert (base.num_encoder_layers, base.num_decoder_layers, base.d_model, base.d_ff,
+            base.num_heads, base.dropout, base.label_smoothing) == (6, 6, 512, 2048, 8, 0.1, 0.1)
+    assert base.d_model // base.num_heads == 64
+    assert (big.d_model, big.d_ff, big.num_heads, big.dropout) == (1024, 4096, 16, 0.3)
+    assert (base.adam_beta1, base.adam_beta2, base.adam_epsilon, base.warmup_steps) == (
+        0.9, 0.98, 1e-9, 4000)
+    assert base.batch_size == 4096 and base.norm_position == "post"
+
+
+@pytest.mark.parametrize("name, paper_millions, tolerance", [
+    # Table 3 says 65M for base. The paper's equations give 63.05M with a 37k shared vocabulary
+    # (tensor2tensor's count too); no single counting convention yields both 65M for base and
+    # 213M for big, so base is held to 3.5% and big, which the equations match, to 2%.
+    ("transformer_base", 65, 0.035),
+    ("transformer_big", 213, 0.02),
+])
+def test_parameter_counts_match_the_paper(name, paper_millions, tolerance):
+    hparams = registry.hparams(name)
+    count = create_model(hparams, VOCAB_SIZE).count_params()
+    assert count == table3_parameter_count(hparams.num_encoder_layers, hparams.d_model,
+                                           hparams.d_ff, VOCAB_SIZE)
+    assert abs(count / (paper_millions * 1e6) - 1) < tolerance
+
+
+def test_cpu_sets_derive_from_base():
+    small, tiny = registry.hparams("transformer_small"), registry.hparams("transformer_tiny")
+    assert (small.num_encoder_layers, small.d_model, small.d_ff, small.num_heads) == (3, 256, 1024, 4)
+    assert small.adam_beta2 == tiny.adam_beta2 == 0.98 and tiny.d_model < small.d_model

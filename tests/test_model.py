@@ -1,0 +1,83 @@
+import numpy as np
+import pytest
+
+from t2t_lite.config import HParams
+from t2t_lite.training import create_model
+
+VOCAB = 23
+
+
+def small_model(norm_position="post", **overrides):
+    hparams = HParams(num_encoder_layers=2, num_decoder_layers=2, d_model=32, d_ff=64,
+                      num_heads=4, dropout=0.0, norm_position=norm_position, **overrides)
+    return create_model(hparams, VOCAB)
+
+
+def random_batch(batch=3, source_length=7, target_length=6, seed=0):
+    rng = np.random.default_rng(seed)
+    inputs = rng.integers(2, VOCAB, (batch, source_length)).astype("int32")
+    targets = rng.integers(2, VOCAB, (batch, target_length)).astype("int32")
+    inputs[0, 4:] = 0  # a shorter sentence in the batch
+    targets[1, 3:] = 0
+    return inputs, targets
+
+
+def logits(model, inputs, targets):
+    return model({"inputs": inputs, "targets": targets}).numpy()
+
+
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+def test_decoder_is_causal(norm_position):
+    model = small_model(norm_position)
+    inputs, targets = random_batch()
+    reference = logits(model, inputs, targets)
+    length = targets.shape[1]
+    for i in range(length - 1):
+        changed = targets.copy()
+        changed[:, i + 1:] = (changed[:, i + 1:] + 5) % (VOCAB - 2) + 2
+        out = logits(model, inputs, changed)
+        # Position j predicts targets[j] from targets[:j], so positions <= i + 1 must not move...
+        np.testing.assert_allclose(out[:, : i + 2], reference[:, : i + 2], atol=1e-5)
+        # ...while later ones do: the test would notice a decoder that ignores its inputs.
+        if i + 2 < length:
+            assert np.abs(out[:, i + 2:] - reference[:, i + 2:]).max() > 1e-3
+
+
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+def test_extra_padding_changes_nothing(norm_position):
+    model = small_model(norm_position)
+    inputs, targets = random_batch()
+    reference = logits(model, inputs, targets)
+    padded = logits(model, np.pad(inputs, ((0, 0), (0, 5))), np.pad(targets, ((0, 0), (0, 4))))
+    np.testing.assert_allclose(padded[:, : targets.shape[1]], reference, atol=1e-5)
+    memory, _ = model.encode(inputs)
+    padded_memory, _ = model.encode(np.pad(inputs, ((0, 0), (0, 5))))
+    real = inputs != 0
+    np.testing.assert_allclose(padded_memory.numpy()[:, :7][real], memory.numpy()[real], atol=1e-5)
+
+
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+def test_cached_decoding_equals_the_full_forward_pass(norm_position):
+    model = small_model(norm_position)
+    inputs, targets = random_batch(target_length=9)
+    reference = logits(model, inputs, targets)
+    memory, memory_mask = model.encode(inputs)
+    cache = model.init_cache(memory, memory_mask, max_length=12)
+    previous = np.zeros(len(targets), "int32")
+    for step in range(targets.shape[1]):
+        step_logits, cache = model.decode_step(previous, step, cache)
+        np.testing.assert_allclose(step_logits.numpy(), reference[:, step], atol=1e-5)
+        previous = targets[:, step]
+
+
+def test_one_embedding_matrix_is_shared_with_the_softmax():
+    model = small_model()
+    embeddings = [v for v in model.weights if tuple(v.shape) == (VOCAB, 32)]
+    assert len(embeddings) == 1
+    inputs, targets = random_batch()
+    memory, mask = model.encode(inputs)
+    # The pre-softmax projection is that same matrix: zeroing it zeroes every logit.
+    before = model.decode(targets, memory, mask).numpy()
+    embeddings[0].assign(embeddings[0].numpy() * 0)
+    after = model.decode(targets, memory, mask).numpy()
+    assert np.abs(before).max() > 0.1 and np.abs(after).max() == 0.0

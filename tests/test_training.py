@@ -1,0 +1,124 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite.config import HParams
+from t2t_lite.training import (Trainer, TrainingDiverged, TransformerSchedule, batch_statistics,
+                               smoothed_cross_entropy)
+
+VOCAB = 19
+
+
+def paper_rate(step, d_model=512, warmup=4000):
+    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+@pytest.mark.parametrize("step", [1, 4000, 100_000])
+def test_schedule_is_the_papers_formula(step):
+    schedule = TransformerSchedule(d_model=512, warmup_steps=4000)
+    # Keras passes the updates already applied: the paper's step 1 is iterations == 0.
+    assert float(schedule(step - 1)) == pytest.approx(paper_rate(step), rel=1e-6)
+
+
+def test_schedule_peak_matches_the_paper_and_survives_serialization():
+    schedule = TransformerSchedule(d_model=512, warmup_steps=4000)
+    assert float(schedule(3999)) == pytest.approx(6.988e-4, rel=1e-3)
+    restored = keras.optimizers.schedules.deserialize(
+        keras.optimizers.schedules.serialize(schedule))
+    assert float(restored(99_999)) == pytest.approx(paper_rate(100_000), rel=1e-6)
+
+
+def test_smoothed_cross_entropy_equals_the_explicit_distribution():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(2, 5, VOCAB)).astype("float32")
+    labels = rng.integers(0, VOCAB, (2, 5)).astype("int32")
+    smoothing = 0.1
+    target = np.full((2, 5, VOCAB), smoothing / (VOCAB - 1))
+    np.put_along_axis(target, labels[..., None], 1 - smoothing, axis=-1)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    expected = -(target * log_probs).sum(-1)
+    np.testing.assert_allclose(smoothed_cross_entropy(logits, labels, smoothing), expected,
+                               rtol=1e-5)
+
+
+def test_statistics_count_only_real_target_tokens():
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(2, 4, VOCAB)).astype("float32")
+    labels = np.array([[5, 6, 1, 0], [7, 1, 0, 0]], "int32")
+    stats = batch_statistics(logits, {"inputs": labels}, labels, 0.0)
+    real = labels != 0
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    nll = -np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
+    assert float(stats["tokens"]) == 5
+    assert float(stats["loss"]) == pytest.approx(nll[real].sum(), rel=1e-5)
+    assert float(stats["correct"]) == (logits.argmax(-1) == labels)[real].sum()
+
+
+def tiny_hparams(**overrides):
+    return HParams(num_encoder_layers=1, num_decoder_layers=1, d_model=32, d_ff=64, num_heads=4,
+                   dropout=0.0, warmup_steps=1, learning_rate=0.1, **overrides)
+
+
+def replica_batches(steps, replicas=2, seed=0):
+    """Per-replica batches with different amounts of padding, so that a replica-local loss
+    normalization would give a different update than the global one."""
+    rng = np.random.default_rng(seed)
+    batches = []
+    for _ in range(steps * replicas):
+        inputs = rng.integers(2, VOCAB, (4, 6)).astype("int32")
+        targets = rng.integers(2, VOCAB, (4, 5)).astype("int32")
+        cut = rng.integers(1, 5, size=4)
+        for row, length in enumerate(cut):
+            targets[row, length:] = 0
+        batches.append((inputs, targets))
+    return batches
+
+
+def as_dataset(batches):
+    inputs = np.stack([b[0] for b in batches])
+    targets = np.stack([b[1] for b in batches])
+    return tf.data.Dataset.from_tensor_slices(({"inputs": inputs, "targets": targets}, targets))
+
+
+def train_losses(trainer, batches, steps):
+    """Mean loss of each update, cycling through `batches`."""
+    iterator = trainer.distribute(lambda context: as_dataset(batches).repeat())
+    return [sums["loss"] / sums["tokens"]
+            for sums in (trainer.train_step(iterator) for _ in range(steps))]
+
+
+def test_mirrored_strategy_matches_one_device_on_the_same_global_batches():
+    steps = 6
+    per_replica = replica_batches(2)
+    global_batches = [
+        (np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+        for a, b in zip(per_replica[::2], per_replica[1::2])]
+    single = Trainer(tiny_hparams(), VOCAB)
+    mirrored = Trainer(tiny_hparams(), VOCAB,
+                       tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+    assert mirrored.strategy.num_replicas_in_sync == 2
+    mirrored.model.set_weights(single.model.get_weights())
+
+    single_losses = train_losses(single, global_batches, steps)
+    mirrored_losses = train_losses(mirrored, per_replica, steps)
+
+    assert single_losses[4] < single_losses[0] * 0.9  # same batch, after four updates
+    np.testing.assert_allclose(mirrored_losses, single_losses, rtol=1e-5)
+    for a, b in zip(single.model.get_weights(), mirrored.model.get_weights()):
+        np.testing.assert_allclose(a, b, atol=1e-4)
+    assert single.step == mirrored.step == steps
+
+
+def test_nan_loss_stops_training_without_saving(tmp_path):
+    trainer = Trainer(tiny_hparams(), VOCAB)
+    batches = replica_batches(3, replicas=1)
+    trainer.train(lambda c: as_dataset(batches).repeat(), 2,
+                  checkpoints=tf.train.CheckpointManager(trainer.checkpoint, tmp_path, 5),
+                  save_every=2)
+    for variable in trainer.model.trainable_variables[:1]:
+        variable.assign(variable.numpy() * np.nan)
+    manager = tf.train.CheckpointManager(trainer.checkpoint, tmp_path, 5)
+    with pytest.raises(TrainingDiverged, match="the loss became nan at step 3"):
+        trainer.train(lambda c: as_dataset(batches).repeat(), 4, checkpoints=manager, save_every=1)
+    assert manager.latest_checkpoint.endswith("ckpt-2")
