@@ -1,19 +1,43 @@
-"""Console scripts: each module parses flags, calls the library and prints.
+"""Console scripts: each module parses flags, calls the library and prints."""
 
-TensorFlow's C++ start-up chatter is silenced before it is imported, unless the user asked for it.
-"""
-
+import argparse
 import logging
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, like every other user error."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _import_tensorflow_quietly():
+    """TensorFlow prints C++ start-up notices (oneDNN, CUDA probing) on stderr before its log
+    level applies; they are hidden unless the user set TF_CPP_MIN_LOG_LEVEL."""
+    if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+        return
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        import tensorflow as tf
+
+        tf.config.list_physical_devices()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def run(main, argv=None):
-    """Runs main(argv); a UserError becomes one line on stderr and exit status 2."""
+    """Runs main(argv) with progress logged to stdout; a UserError becomes one line on stderr
+    and exit status 2."""
     from t2t_lite.errors import UserError
 
+    _import_tensorflow_quietly()
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
     logger = logging.getLogger("t2t_lite")
@@ -23,7 +47,7 @@ def run(main, argv=None):
     try:
         main(sys.argv[1:] if argv is None else argv)
     except UserError as error:
-        prog = os.path.basename(sys.argv[0]) or "t2t-lite"
+        prog = os.path.basename(sys.argv[0]) if argv is None else "t2t-lite"
         print(f"{prog}: error: {error}", file=sys.stderr)
         sys.exit(2)
     finally:

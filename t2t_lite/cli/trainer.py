@@ -1,12 +1,10 @@
 """t2t-lite-trainer: trains (or resumes) a model on a problem, evaluating as it goes."""
 
-import argparse
-
 from t2t_lite import cli
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="t2t-lite-trainer", description=__doc__)
+    parser = cli.ArgumentParser(prog="t2t-lite-trainer", description=__doc__)
     parser.add_argument("--problem", help="registered problem name, e.g. algorithmic_reverse")
     parser.add_argument("--hparams_set", help="registered hparams set, e.g. transformer_base")
     parser.add_argument("--hparams", default="",

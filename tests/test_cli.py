@@ -1,0 +1,74 @@
+"""The trainer's command line: bad input gets one line and exit status 2, never a traceback."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from t2t_lite import cli
+from t2t_lite.cli import trainer
+from t2t_lite.runner import Runner
+
+
+def run_trainer(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.run(trainer.main, argv)
+    return exit_info.value.code, capsys.readouterr().err
+
+
+def test_unknown_problem_in_a_real_process_is_one_line(tmp_path):
+    environment = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run(
+        [sys.executable, "-c", "from t2t_lite.cli.trainer import run; run()",
+         "--problem=algorithmic_revrse", "--hparams_set=transformer_tiny",
+         f"--model_dir={tmp_path / 'model'}"],
+        capture_output=True, text=True, timeout=120, env=environment)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [result.stderr.strip()]  # exactly one line
+    assert "unknown problem 'algorithmic_revrse' (did you mean algorithmic_reverse" in result.stderr
+    assert not (tmp_path / "model").exists()
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--problem=algorithmic_reverse", "--hparams_set=transformer_tinny"],
+     "unknown hparams set 'transformer_tinny' (did you mean transformer_tiny"),
+    (["--problem=algorithmic_reverse", "--hparams_set=transformer_tiny", "--hparams=num_head=2"],
+     "unknown hparam 'num_head' (did you mean num_heads"),
+    (["--problem=algorithmic_reverse", "--hparams_set=transformer_tiny",
+      "--hparams=dropout=lots"], "hparam dropout expects float, got 'lots'"),
+    (["--problem=algorithmic_reverse"], "pass --problem and --hparams_set"),
+    (["--problem=algorithmic_reverse", "--hparams_set=transformer_tiny", "--train_steps=0"],
+     "--train_steps must be positive"),
+    (["--problem=algorithmic_reverse", "--hparams_set=transformer_tiny", "--strategy=tpu"],
+     "invalid choice: 'tpu'"),
+])
+def test_user_mistakes_exit_2_with_one_line(flags, message, tmp_path, capsys):
+    code, err = run_trainer(flags + [f"--model_dir={tmp_path}"], capsys)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and message in err
+
+
+def test_registry_help_lists_problems_and_hparams_sets(capsys):
+    cli.run(trainer.main, ["--registry_help"])
+    out = capsys.readouterr().out
+    assert "  algorithmic_reverse\n" in out and "  transformer_big_single_gpu\n" in out
+
+
+def test_model_dir_remembers_its_experiment_and_refuses_contradictions(tmp_path, capsys):
+    Runner.create_or_resume(str(tmp_path), "algorithmic_copy", "transformer_tiny",
+                            "num_heads=2,dropout=0.2")
+    saved = json.loads((tmp_path / "hparams.json").read_text())
+    assert saved["num_heads"] == 2 and saved["dropout"] == 0.2
+    resumed = Runner.create_or_resume(str(tmp_path))
+    assert resumed.problem_name == "algorithmic_copy" and resumed.hparams.num_heads == 2
+    assert Runner.create_or_resume(str(tmp_path), hparams_set="transformer_tiny",
+                                   overrides="num_heads=2").hparams == resumed.hparams
+
+    for flags, message in [
+        (["--problem=algorithmic_reverse"], "trained with --problem=algorithmic_copy"),
+        (["--hparams=dropout=0.1"], "trained with other values of dropout"),
+    ]:
+        code, err = run_trainer(flags + [f"--model_dir={tmp_path}"], capsys)
+        assert code == 2 and message in err
