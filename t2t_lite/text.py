@@ -23,8 +23,12 @@ def tf_strip_mask(ids):
     return before_eos & (ids != PAD_ID)
 
 
-class Vocabulary:
-    """Text <-> ids without EOS (the Problem appends it); PAD=0 and EOS=1 are never produced."""
+class Vocabulary(tf.Module):
+    """Text <-> ids without EOS (the Problem appends it); PAD=0 and EOS=1 are never produced.
+
+    A tf.Module, so that an exported model holding it also saves the TensorFlow resources its
+    in-graph tokenizer keeps as attributes.
+    """
 
     size = None
 
@@ -51,6 +55,7 @@ class SymbolVocabulary(Vocabulary):
     """
 
     def __init__(self, num_symbols):
+        super().__init__()
         self.num_symbols = num_symbols
         self.size = num_symbols + 2
 
