@@ -25,9 +25,13 @@ class Problem:
     # True when datagen needs no download, so the trainer may run it without being asked.
     self_contained = False
 
-    @property
-    def name(self):
-        return snake_case(type(self).__name__)
+    # Prefix of the data files; the registered name, or the snake_case class name.
+    name = "problem"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__:
+            cls.name = snake_case(cls.__name__)
 
     def text_pairs(self, split, raw_dir):
         """Yields (source, target) text pairs of `split`, reading or downloading into raw_dir."""

@@ -57,8 +57,19 @@ class Registry:
 
 problems = Registry("problem", "t2t_lite.problems")
 hparams_sets = Registry("hparams set", "t2t_lite.hparams")
-register_problem = problems.register
 register_hparams = hparams_sets.register
+
+
+def register_problem(cls=None, *, name=None):
+    """Registers a Problem class; its `name` (the prefix of its data files) becomes `name`."""
+
+    def decorate(cls):
+        problems.register(cls, name=name)
+        if name:
+            cls.name = name
+        return cls
+
+    return decorate(cls) if cls is not None else decorate
 
 
 def problem(name):

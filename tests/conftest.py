@@ -17,3 +17,45 @@ def _reset_keras_seed():
     import keras
 
     keras.utils.set_random_seed(1234)
+
+
+class TrainedModel:
+    """A Runner whose model_dir holds a trained checkpoint, and its final dev metrics."""
+
+    def __init__(self, runner, metrics):
+        self.runner = runner
+        self.metrics = metrics
+        self.model_dir = runner.model_dir
+
+
+@pytest.fixture(scope="session")
+def trained_reverse(tmp_path_factory):
+    """transformer_tiny at d_model=64, trained by the trainer CLI for 800 steps on reversing
+    1-8 symbols (problem `test_short_reverse`); about a minute on 2 cores.
+
+    Its metrics come from greedy decoding of 500 held-out dev sequences; test_training asserts it
+    learned. Reuse it wherever a trained model is needed.
+    """
+    from t2t_lite.cli import trainer
+    from t2t_lite.runner import Runner
+
+    model_dir = str(tmp_path_factory.mktemp("trained_reverse"))
+    metrics = trainer.main([
+        "--problem=test_short_reverse", "--hparams_set=transformer_tiny",
+        "--hparams=d_model=64,d_ff=256,warmup_steps=200", f"--model_dir={model_dir}",
+        "--train_steps=800", "--eval_every=0", "--eval_decode_examples=500"])
+    return TrainedModel(Runner.from_model_dir(model_dir), metrics)
+
+
+def _register_test_problems():
+    from t2t_lite.problems.algorithmic import AlgorithmicReverse
+    from t2t_lite.registry import register_problem
+
+    @register_problem(name="test_short_reverse")
+    class ShortReverse(AlgorithmicReverse):
+        max_sequence_length = 8
+        num_examples = {"train": 20_000, "dev": 500, "test": 500}
+        num_shards = {"train": 2, "dev": 1, "test": 1}
+
+
+_register_test_problems()

@@ -12,12 +12,9 @@ from t2t_lite.text import EOS_ID, SymbolVocabulary
 
 def small(problem_class, **examples):
     class Small(problem_class):
+        name = problem_class.name
         num_examples = examples or {"train": 3000, "dev": 200, "test": 200}
         num_shards = {"train": 3, "dev": 1, "test": 1}
-
-        @property
-        def name(self):
-            return problem_class().name
 
     return Small()
 

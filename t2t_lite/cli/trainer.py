@@ -67,6 +67,7 @@ def main(argv):
         decode_examples=args.eval_decode_examples, keep_checkpoints=args.keep_checkpoints,
         log_every=args.log_every)
     print(f"final evaluation at step {args.train_steps}: {format_metrics(metrics)}")
+    return metrics
 
 
 def run():
