@@ -8,6 +8,7 @@ the optimizer's all-reduce. Keras's own `gradient_accumulation_steps` fails unde
 function, which works under every strategy.
 """
 
+import contextlib
 import logging
 import math
 import os
@@ -240,29 +241,40 @@ class Trainer:
                     with writer.as_default(step=step):
                         for name, value in metrics.items():
                             tf.summary.scalar(name, value)
-            if checkpoints and (step % save_every == 0 or step == train_steps):
-                checkpoints.save(checkpoint_number=step)
-            for every, fn in periodic:
-                if every and step % every == 0:
-                    fn(step)
+            with progress.paused():
+                if checkpoints and (step % save_every == 0 or step == train_steps):
+                    checkpoints.save(checkpoint_number=step)
+                for every, fn in periodic:
+                    if every and step % every == 0:
+                        fn(step)
         return self.step
 
 
 class _Progress:
-    """Aggregates statistics between log lines and prints step, loss, lr, tokens/s and ETA."""
+    """Aggregates statistics between log lines and prints step, loss, lr, tokens/s and ETA;
+    time spent checkpointing and evaluating does not count against throughput."""
 
     def __init__(self, start_step, train_steps):
         self.train_steps = train_steps
         self.last_step = start_step
         self.last_time = time.perf_counter()
+        self.paused_time = 0.0
         self.sums = None
 
     def add(self, sums):
         self.sums = sums if self.sums is None else {k: self.sums[k] + sums[k] for k in sums}
 
+    @contextlib.contextmanager
+    def paused(self):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.paused_time += time.perf_counter() - start
+
     def report(self, step, learning_rate):
         now = time.perf_counter()
-        elapsed = max(now - self.last_time, 1e-9)
+        elapsed = max(now - self.last_time - self.paused_time, 1e-9)
         metrics = summarize(self.sums)
         metrics["learning_rate"] = learning_rate
         metrics["tokens_per_second"] = self.sums["tokens"] / elapsed
@@ -271,7 +283,7 @@ class _Progress:
             "step %d/%d  loss %.4f  accuracy %.3f  lr %.3g  %s target tokens/s  ETA %s",
             step, self.train_steps, metrics["loss"], metrics["accuracy"], learning_rate,
             f"{metrics['tokens_per_second']:,.0f}", _duration(eta))
-        self.last_step, self.last_time, self.sums = step, now, None
+        self.last_step, self.last_time, self.paused_time, self.sums = step, now, 0.0, None
         return metrics
 
 
