@@ -45,8 +45,8 @@ def transformer_small():
 
 @register_hparams
 def transformer_tiny():
-    """The embedded demo's model: 2+2 layers, d_model=128, half the paper's learning rate (its
-    peak is ~2e-3 here); learns algorithmic tasks in minutes on a CPU."""
+    """The embedded demo's model: 2+2 layers, d_model=128; a short warmup and 0.3 x the paper's
+    rate (peak ~1.9e-3) learn algorithmic tasks in minutes on a CPU without oscillating."""
     return transformer_base().replace(
         num_encoder_layers=2, num_decoder_layers=2, d_model=128, d_ff=512, num_heads=4,
-        batch_size=2048, max_length=64, warmup_steps=400, learning_rate=0.5)
+        batch_size=2048, max_length=64, warmup_steps=200, learning_rate=0.3)

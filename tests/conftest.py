@@ -42,7 +42,7 @@ def trained_reverse(tmp_path_factory):
     model_dir = str(tmp_path_factory.mktemp("trained_reverse"))
     metrics = trainer.main([
         "--problem=test_short_reverse", "--hparams_set=transformer_tiny",
-        "--hparams=d_model=64,d_ff=256,dropout=0.0,warmup_steps=100,learning_rate=0.3",
+        "--hparams=d_model=64,d_ff=256,dropout=0.0,warmup_steps=100",
         f"--model_dir={model_dir}",
         "--train_steps=800", "--eval_every=0", "--eval_decode_examples=500"])
     return TrainedModel(Runner.from_model_dir(model_dir), metrics)
