@@ -28,7 +28,7 @@ class Runner:
         self.model_dir = model_dir
         self.problem_name = problem_name
         self.hparams_set = hparams_set
-        self.problem = registry.problem(problem_name)
+        self.problem = registry.problem(problem_name, data_dir)
         self.hparams = hparams
         self.data_dir = data_dir
         self._vocabulary = None

@@ -12,7 +12,8 @@ def parse_args(argv):
     parser.add_argument("--model_dir", help="checkpoints, summaries, hparams.json")
     parser.add_argument("--data_dir", help="TFRecord shards and vocabulary (default: "
                         "MODEL_DIR/data)")
-    parser.add_argument("--raw_dir", help="downloads and raw files (default: DATA_DIR/raw)")
+    parser.add_argument("--raw_dir", "--tmp_dir", dest="raw_dir",
+                        help="downloads and raw files (default: DATA_DIR/raw)")
     parser.add_argument("--generate_data", action="store_true",
                         help="run datagen first when the data is missing")
     parser.add_argument("--train_steps", type=int, default=100_000,
