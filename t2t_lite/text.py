@@ -1,5 +1,6 @@
 """Vocabularies: text <-> ids in Python and in-graph, with the framework's fixed special ids."""
 
+import hashlib
 import io
 import os
 import re
@@ -9,6 +10,7 @@ import sentencepiece
 import tensorflow as tf
 import tensorflow_text
 from sentencepiece import sentencepiece_model_pb2
+from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
 from t2t_lite.errors import UserError
 from t2t_lite.files import write_bytes_atomically
@@ -107,6 +109,8 @@ class SentencePieceVocabulary(Vocabulary):
         super().__init__()
         self._processor = sentencepiece.SentencePieceProcessor(model_proto=model)
         self.tokenizer = tensorflow_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
+        self.tokenizer._model_resource = _SharedModelResource(
+            model, "sentencepiece_" + hashlib.sha256(model).hexdigest()[:16])
         self.size = self._processor.get_piece_size()
         spec = sentencepiece_model_pb2.ModelProto.FromString(model).trainer_spec
         self.model_type = sentencepiece_model_pb2.TrainerSpec.ModelType.Name(
@@ -146,6 +150,19 @@ class SentencePieceVocabulary(Vocabulary):
 
     def tf_decode(self, ids):
         return self.tokenizer.detokenize(tf.ragged.boolean_mask(ids, tf_strip_mask(ids)))
+
+
+class _SharedModelResource(tf_text_sentencepiece._SentencepieceModelResource):
+    """tf_text's model resource, registered under a name derived from the model.
+
+    tf_text's own is owned by an eager kernel, so tf.random.set_seed (which clears the kernel
+    cache) destroys it and every later tokenization fails (tensorflow/text#570); a named
+    resource outlives the kernel.
+    """
+
+    def _create_resource(self):
+        return tf_text_sentencepiece.gen_sentencepiece_tokenizer.sentencepiece_op(
+            model=self._model, shared_name=self._name)
 
 
 def _size_advice(message, size):
