@@ -4,6 +4,7 @@ import hashlib
 import io
 import os
 import re
+import tempfile
 
 import numpy as np
 import sentencepiece
@@ -19,7 +20,6 @@ PAD_ID = 0  # also the decoder's start symbol, as in tensor2tensor
 EOS_ID = 1
 UNK_ID = 2  # SentencePieceVocabulary only; byte fallback means it is never produced
 
-sentencepiece.set_min_log_level(2)  # its INFO lines on stderr would interleave with our progress
 
 
 def strip_ids(ids):
@@ -96,10 +96,10 @@ class SymbolVocabulary(Vocabulary):
 class SentencePieceVocabulary(Vocabulary):
     """SentencePiece subwords (BPE or unigram) with PAD=0, EOS=1, UNK=2 and no BOS.
 
-    Text is not normalized and unknown characters fall back to UTF-8 bytes, so decoding gives
-    back the exact text (spaces aside: runs of spaces become one, and leading or trailing ones
-    go), and BLEU is computed on real text. `tokenizer` is the in-graph tf_text twin, built
-    from the same serialized model.
+    Unknown characters fall back to UTF-8 bytes and the only normalization is to drop U+FEFF
+    (byte order marks left inside crawled text), so decoding gives back the text as written,
+    except that runs of spaces become one and leading or trailing ones go; BLEU is computed on
+    real text. `tokenizer` is the in-graph tf_text twin, built from the same serialized model.
     """
 
     MODEL_TYPES = ("bpe", "unigram")
@@ -128,16 +128,22 @@ class SentencePieceVocabulary(Vocabulary):
         if model_type not in cls.MODEL_TYPES:
             raise UserError(f"unknown vocabulary type '{model_type}': use bpe or unigram")
         model = io.BytesIO()
-        try:
-            sentencepiece.SentencePieceTrainer.train(
-                sentence_iterator=iter(sentences), model_writer=model, vocab_size=size,
-                model_type=model_type, pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID, bos_id=-1,
-                byte_fallback=True, normalization_rule_name="identity",
-                num_threads=os.cpu_count(), minloglevel=2)
-        except RuntimeError as error:
-            raise UserError(_size_advice(str(error), size)) from None
-        write_bytes_atomically(path, model.getvalue())
-        return cls(model.getvalue())
+        # A rule table rather than "identity": with no table, tf_text logs that it has none.
+        with tempfile.NamedTemporaryFile("w", suffix=".tsv") as rules:
+            rules.write("FEFF\t\n")
+            rules.flush()
+            try:
+                sentencepiece.SentencePieceTrainer.train(
+                    sentence_iterator=iter(sentences), model_writer=model, vocab_size=size,
+                    model_type=model_type, pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID,
+                    bos_id=-1, byte_fallback=True, normalization_rule_tsv=rules.name,
+                    num_threads=os.cpu_count(), minloglevel=2)
+            except RuntimeError as error:
+                raise UserError(_size_advice(str(error), size)) from None
+        proto = sentencepiece_model_pb2.ModelProto.FromString(model.getvalue())
+        proto.normalizer_spec.ClearField("normalization_rule_tsv")  # the temporary file's name
+        write_bytes_atomically(path, proto.SerializeToString())
+        return cls(proto.SerializeToString())
 
     def encode(self, text):
         return self._processor.encode(text)
