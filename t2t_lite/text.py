@@ -21,7 +21,6 @@ EOS_ID = 1
 UNK_ID = 2  # SentencePieceVocabulary only; byte fallback means it is never produced
 
 
-
 def strip_ids(ids):
     """The ids before the first EOS, without padding."""
     ids = np.asarray(ids).tolist()
