@@ -5,7 +5,8 @@ from t2t_lite import cli
 
 def parse_args(argv):
     parser = cli.ArgumentParser(prog="t2t-lite-trainer", description=__doc__)
-    parser.add_argument("--problem", help="registered problem name, e.g. algorithmic_reverse")
+    parser.add_argument("--problem", help="registered problem name, e.g. algorithmic_reverse, "
+                        "or your own corpus made by t2t-lite-datagen in --data_dir")
     parser.add_argument("--hparams_set", help="registered hparams set, e.g. transformer_base")
     parser.add_argument("--hparams", default="",
                         help='overrides, e.g. "num_heads=16,dropout=0.3"')
