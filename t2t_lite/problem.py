@@ -113,8 +113,9 @@ class Problem:
              "lengths": {str(n): lengths[n] for n in sorted(lengths)}}, indent=1) + "\n")
         for path, final in zip(temporary, paths):
             os.replace(path, final)
+        skipped_note = f"; skipped {skipped:,} pairs with an empty side" if skipped else ""
         logger.info("%s %s: %s examples in %d shards%s", self.name, split, f"{examples:,}",
-                    len(paths), f"; skipped {skipped:,} pairs with an empty side" if skipped else "")
+                    len(paths), skipped_note)
 
     def dataset(self, split, data_dir, hparams, *, training, input_context=None, seed=None):
         """Batches of ({"inputs", "targets"}, targets) for `split`; see data.make_dataset."""

@@ -201,3 +201,25 @@ def test_a_real_datagen_process_prints_one_line_for_bad_files(tmp_path):
     assert result.returncode == 2
     assert result.stderr.splitlines() == [result.stderr.strip()]  # exactly one line
     assert "error: " in result.stderr and "test.en has 21 lines but" in result.stderr
+
+
+def test_the_trainers_generate_data_remakes_missing_data_from_the_record(data_dir, tmp_path):
+    new_data_dir = tmp_path / "data"
+    new_data_dir.mkdir()
+    (new_data_dir / "my_ende.problem.json").write_text(
+        open(os.path.join(data_dir, "my_ende.problem.json")).read())
+    runner = Runner.create_or_resume(str(tmp_path / "model"), "my_ende", "transformer_tiny",
+                                     data_dir=str(new_data_dir))
+    with pytest.raises(Exception, match="run `t2t-lite-datagen --problem=my_ende"):
+        runner.prepare_data()
+    runner.prepare_data(generate=True)
+    original = registry.problem("my_ende", data_dir)
+    for split in SIZES:
+        assert decoded(runner.problem, split, str(new_data_dir)) == decoded(original, split,
+                                                                           data_dir)
+
+
+def test_corpus_settings_without_corpus_files_are_refused(tmp_path, capsys):
+    code, err = run(datagen.main, ["--problem=translate_ende_wmt32k", "--vocab_size=8000",
+                                   f"--data_dir={tmp_path}"], capsys)
+    assert code == 2 and "--vocab_size: only for your own corpus, made with --files_dir" in err

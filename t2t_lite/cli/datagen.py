@@ -10,8 +10,9 @@ import os
 
 from t2t_lite import cli
 
-OWN_FILE_FLAGS = ("files_dir", "train", "dev", "test", "source_lang", "target_lang",
-                  "vocab_size", "vocab_type")
+# Flags of the user's own corpus: where its files are, and how to read and encode them.
+FILE_FLAGS = ("files_dir", "train", "dev", "test")
+SETTING_FLAGS = ("source_lang", "target_lang", "vocab_size", "vocab_type")
 
 
 def parse_args(argv):
@@ -55,12 +56,12 @@ def main(argv):
         registry.import_usr_dir(args.usr_dir)
     data_dir = os.path.abspath(os.path.expanduser(args.data_dir))
     raw_dir = os.path.abspath(os.path.expanduser(args.raw_dir)) if args.raw_dir else None
-    own_files = {flag: getattr(args, flag) for flag in OWN_FILE_FLAGS
-                 if getattr(args, flag) is not None}
-    if own_files.keys() - {"source_lang", "target_lang", "vocab_size", "vocab_type"}:
-        problem = TranslateFiles.create(args.problem, data_dir, **own_files)
-    elif own_files:
-        raise UserError(f"--{', --'.join(own_files)} describe your own corpus: also pass "
+    own_corpus = {flag: getattr(args, flag) for flag in FILE_FLAGS + SETTING_FLAGS
+                  if getattr(args, flag) is not None}
+    if own_corpus.keys() & set(FILE_FLAGS):
+        problem = TranslateFiles.create(args.problem, data_dir, **own_corpus)
+    elif own_corpus:
+        raise UserError(f"--{', --'.join(own_corpus)}: only for your own corpus, made with "
                         "--files_dir or --train and --dev")
     else:
         problem = registry.problem(args.problem, data_dir)
