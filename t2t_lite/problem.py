@@ -121,9 +121,9 @@ class Problem:
         """Batches of ({"inputs", "targets"}, targets) for `split`; see data.make_dataset."""
         if not self.has_data(data_dir, split):
             others = sorted(set(problems_with_data(data_dir)) - {self.name})
+            holds = f" (it holds {', '.join(others)})" if others else ""
             raise UserError(
-                f"no {split} data for problem {self.name} in {data_dir}"
-                f"{' (it holds ' + ', '.join(others) + ')' if others else ''}: run "
+                f"no {split} data for problem {self.name} in {data_dir}{holds}: run "
                 f"`t2t-lite-datagen --problem={self.name} --data_dir={data_dir}` "
                 "or pass --generate_data to the trainer")
         if training:
