@@ -112,7 +112,8 @@ def test_the_trainer_learns_the_users_problem_from_its_data_dir(data_dir, tmp_pa
     model_dir = str(tmp_path / "model")
     metrics = trainer.main([
         "--problem=my_ende", f"--data_dir={data_dir}", "--hparams_set=transformer_tiny",
-        "--hparams=d_model=64,d_ff=256,warmup_steps=100,batch_size=1024",
+        "--hparams=d_model=64,d_ff=256,dropout=0.0,learning_rate=0.5,warmup_steps=100,"
+        "batch_size=1024",
         f"--model_dir={model_dir}", "--train_steps=250", "--eval_every=0",
         "--eval_decode_examples=0"])
     # Words are single pieces drawn at random: without reading the source, a model could
