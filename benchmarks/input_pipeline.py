@@ -66,6 +66,18 @@ def measure_pipeline(dataset, seconds):
             "target tokens/s": target_tokens / elapsed, "padding": 1 - real / slots}
 
 
+def unbucketed_padding(paths, max_length, examples_per_batch, batches=300):
+    """Padding fraction of the same examples in shuffled fixed-size batches, for comparison."""
+    dataset = data.read_examples(paths, shuffle=True).shuffle(10_000).filter(
+        lambda example: data.example_length(example) <= max_length).padded_batch(
+        examples_per_batch)
+    real = slots = 0
+    for batch in dataset.take(batches).as_numpy_iterator():
+        for ids in batch.values():
+            real, slots = real + int((ids != PAD_ID).sum()), slots + ids.size
+    return 1 - real / slots
+
+
 def measure_training(trainer, dataset, steps):
     """Target tokens/s of `steps` updates after two warm-up updates (tracing)."""
     iterator = trainer.distribute(lambda context: dataset)
@@ -96,6 +108,7 @@ def main():
         if args.problem:
             problem = registry.problem(args.problem, args.data_dir)
             vocab_size = problem.vocabulary(args.data_dir).size
+            paths = problem.shard_paths("train", args.data_dir)
 
             def training_data():
                 return problem.dataset("train", args.data_dir, hparams, training=True)
@@ -126,6 +139,9 @@ def main():
                   + f"  |  model target tokens/s: fed by the pipeline {fed:,.0f}, from memory "
                   f"{cached:,.0f}  |  pipeline / model {pipeline['target tokens/s'] / fed:.1f}x",
                   flush=True)
+        per_batch = round(pipeline["examples/s"] / pipeline["batches/s"])
+        print(f"padding of the same examples in shuffled batches of {per_batch} without length "
+              f"buckets: {unbucketed_padding(paths, hparams.max_length, per_batch):.3f}")
 
 
 if __name__ == "__main__":
