@@ -49,7 +49,7 @@ class TranslationProblem(Problem):
                     f"not the {self.vocab_size}-piece {self.vocab_type} one asked for: use "
                     f"another --data_dir, or delete {data_dir}/{self.name}* to rebuild")
             return vocabulary
-        if glob.glob(os.path.join(glob.escape(data_dir), f"{self.name}-*-of-*")):
+        if glob.glob(os.path.join(glob.escape(data_dir), f"{self.name}-*-of-?????")):
             raise UserError(
                 f"{data_dir} has {self.name} shards but not the vocabulary they were encoded "
                 f"with ({path}): restore it, or delete {data_dir}/{self.name}* to start over")

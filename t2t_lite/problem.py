@@ -119,6 +119,9 @@ class Problem:
 
     def dataset(self, split, data_dir, hparams, *, training, input_context=None, seed=None):
         """Batches of ({"inputs", "targets"}, targets) for `split`; see data.make_dataset."""
+        if split not in self.num_shards:
+            raise UserError(f"problem {self.name} has no {split} split, only "
+                            f"{', '.join(self.splits())}")
         if not self.has_data(data_dir, split):
             others = sorted(set(problems_with_data(data_dir)) - {self.name})
             holds = f" (it holds {', '.join(others)})" if others else ""

@@ -13,6 +13,7 @@ import pytest
 from t2t_lite import cli, registry
 from t2t_lite.cli import datagen, trainer
 from t2t_lite.data import read_examples
+from t2t_lite.errors import UserError
 from t2t_lite.runner import Runner
 
 # A word-for-word "translation": learnable in a few hundred steps, only by reading the source.
@@ -104,6 +105,8 @@ def test_tsv_files_named_explicitly_make_the_same_examples(tmp_path, data_dir):
                   f"--data_dir={tsv_dir}"])
     tsv, files = registry.problem("my_tsv", tsv_dir), registry.problem("my_ende", data_dir)
     assert tsv.splits() == ["train", "dev"]
+    with pytest.raises(UserError, match="problem my_tsv has no test split, only train, dev"):
+        tsv.dataset("test", tsv_dir, None, training=False)
     for split in ("train", "dev"):
         assert decoded(tsv, split, tsv_dir) == decoded(files, split, data_dir)
 
@@ -185,7 +188,7 @@ def test_names_that_are_not_problems_say_where_they_were_looked_for(data_dir, tm
     code, err = run(datagen.main, ["--problem=translate_files", f"--data_dir={tmp_path}"], capsys)
     assert code == 2 and "translate_files is made from your own files: run `t2t-lite-datagen" in err
     reverse = registry.problem("test_short_reverse")
-    with pytest.raises(Exception, match=r"no train data for problem test_short_reverse in .* "
+    with pytest.raises(UserError, match=r"no train data for problem test_short_reverse in .* "
                                         r"\(it holds my_ende\)"):
         reverse.dataset("train", data_dir, None, training=True)
 
@@ -211,7 +214,7 @@ def test_the_trainers_generate_data_remakes_missing_data_from_the_record(data_di
         open(os.path.join(data_dir, "my_ende.problem.json")).read())
     runner = Runner.create_or_resume(str(tmp_path / "model"), "my_ende", "transformer_tiny",
                                      data_dir=str(new_data_dir))
-    with pytest.raises(Exception, match="run `t2t-lite-datagen --problem=my_ende"):
+    with pytest.raises(UserError, match="run `t2t-lite-datagen --problem=my_ende"):
         runner.prepare_data()
     runner.prepare_data(generate=True)
     original = registry.problem("my_ende", data_dir)
