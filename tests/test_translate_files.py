@@ -111,7 +111,8 @@ def test_tsv_files_named_explicitly_make_the_same_examples(tmp_path, data_dir):
         assert decoded(tsv, split, tsv_dir) == decoded(files, split, data_dir)
 
 
-def test_the_trainer_learns_the_users_problem_from_its_data_dir(data_dir, tmp_path, capsys):
+def test_the_trainer_learns_the_users_problem_from_its_data_dir(corpus, data_dir, tmp_path,
+                                                                capsys):
     model_dir = str(tmp_path / "model")
     metrics = trainer.main([
         "--problem=my_ende", f"--data_dir={data_dir}", "--hparams_set=transformer_tiny",
@@ -124,6 +125,14 @@ def test_the_trainer_learns_the_users_problem_from_its_data_dir(data_dir, tmp_pa
     assert metrics["accuracy"] > 0.75
     resumed = Runner.from_model_dir(model_dir)  # later commands need only the model_dir
     assert resumed.problem.name == "my_ende" and resumed.vocabulary.size == VOCAB_SIZE
+
+    other_data_dir = str(tmp_path / "other_vocabulary")
+    datagen.main(["--problem=my_ende", f"--files_dir={corpus}", "--source_lang=en",
+                  "--target_lang=de", "--vocab_size=400", f"--data_dir={other_data_dir}"])
+    code, err = run(trainer.main, [f"--model_dir={model_dir}", f"--data_dir={other_data_dir}",
+                                   "--train_steps=300"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "does not fit a model for the 400-piece vocabulary of" in err
 
 
 def test_a_datagen_that_would_change_a_made_problem_is_refused(corpus, data_dir, capsys):
