@@ -98,12 +98,22 @@ def test_the_vocabulary_is_reused_and_a_different_request_is_refused(tmp_path):
     assert not os.path.exists(vocabulary)
 
 
-def test_a_failed_download_is_one_clear_error(tmp_path, monkeypatch):
-    def offline(*args, **kwargs):
+def test_downloads_go_to_raw_dir_and_archives_there_are_used_without_network(tmp_path,
+                                                                            monkeypatch):
+    calls = []
+
+    def offline(builder, download_dir, download_config):
+        calls.append((builder.data_dir, download_dir, download_config.manual_dir))
         raise requests.exceptions.ConnectionError("Failed to resolve 'www.statmt.org'")
 
     monkeypatch.setattr(tfds.core.DatasetBuilder, "download_and_prepare", offline)
+    raw_dir = str(tmp_path / "raw")
     with pytest.raises(UserError, match="could not download wmt14_translate/fr-en into .*raw "
                                         r"\(ConnectionError\): check the network"):
-        small("translate_enfr_wmt32k").generate_data(str(tmp_path), str(tmp_path / "raw"))
-    assert os.listdir(tmp_path) == []
+        small("translate_enfr_wmt32k").generate_data(str(tmp_path / "data"), raw_dir)
+    # TFDS prepares into raw_dir and takes archives found in its manual_dir instead of
+    # downloading them.
+    (prepared, downloads, manual), = calls
+    assert prepared.startswith(os.path.join(raw_dir, "wmt14_translate", "fr-en"))
+    assert (str(downloads), str(manual)) == (os.path.join(raw_dir, "downloads"), raw_dir)
+    assert os.listdir(tmp_path / "data") == []
