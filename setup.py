@@ -24,6 +24,8 @@ setuptools.setup(
         "tensorflow-text>=2.16",
         "sentencepiece>=0.2",
         "tensorflow-datasets>=4.9",
+        # tensorflow-datasets needs it to prepare any data set, but does not declare it.
+        "importlib_resources>=5.0",
         "sacrebleu>=2.4",
         "numpy>=1.26",
     ],
@@ -35,6 +37,7 @@ setuptools.setup(
     entry_points={
         "console_scripts": [
             "t2t-lite-trainer=t2t_lite.cli.trainer:run",
+            "t2t-lite-datagen=t2t_lite.cli.datagen:run",
         ],
     },
 )

@@ -58,24 +58,39 @@ def to_features_and_labels(batch):
     return {"inputs": batch["inputs"], "targets": batch["targets"]}, batch["targets"]
 
 
+def read_examples(paths, *, shuffle, input_context=None, seed=None):
+    """The parsed examples of the shards at `paths`, once: this input pipeline's share of them.
+
+    Under several input pipelines (MultiWorkerMirroredStrategy) each reads whole shards when
+    there are at least as many shards as pipelines; otherwise each reads every n-th example of
+    the shards, read in the same order everywhere so that the shares are disjoint and complete.
+    """
+    pipelines = input_context.num_input_pipelines if input_context else 1
+    by_example = len(paths) < pipelines
+    files = tf.data.Dataset.from_tensor_slices(sorted(paths))
+    if pipelines > 1 and not by_example:
+        files = files.shard(pipelines, input_context.input_pipeline_id)
+    if shuffle and not by_example:
+        files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
+        dataset = files.interleave(tf.data.TFRecordDataset, cycle_length=min(len(paths), 8),
+                                   num_parallel_calls=tf.data.AUTOTUNE,
+                                   deterministic=seed is not None)
+    else:
+        dataset = tf.data.TFRecordDataset(files)
+    if by_example:
+        dataset = dataset.shard(pipelines, input_context.input_pipeline_id)
+    return dataset.map(parse_example, num_parallel_calls=tf.data.AUTOTUNE)
+
+
 def make_dataset(paths, batch_size, max_length, *, training, input_context=None, seed=None):
     """Shards at `paths` -> ({"inputs", "targets"}, targets) batches, padded with 0.
 
     Training data is sharded per input pipeline, shuffled, repeated, and stripped of examples
     longer than `max_length`; evaluation data is read once, in order, in full.
     """
-    files = tf.data.Dataset.from_tensor_slices(sorted(paths))
-    if input_context and input_context.num_input_pipelines > 1:
-        files = files.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    dataset = read_examples(paths, shuffle=training, input_context=input_context, seed=seed)
     if training:
-        files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
-        dataset = files.interleave(tf.data.TFRecordDataset, cycle_length=min(len(paths), 8),
-                                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=seed is not None)
         dataset = dataset.shuffle(10_000, seed=seed).repeat()
-    else:
-        dataset = tf.data.TFRecordDataset(files)
-    dataset = dataset.map(parse_example, num_parallel_calls=tf.data.AUTOTUNE)
-    if training:
         dataset = dataset.filter(lambda example: example_length(example) <= max_length)
     dataset = batch_by_tokens(dataset, batch_size, max_length)
     return dataset.map(to_features_and_labels).prefetch(tf.data.AUTOTUNE)

@@ -1,19 +1,30 @@
 """Problem: where examples come from, how they become ids, and how they are batched and scored.
 
-datagen writes each split as `{name}-{split}-NNNNN-of-MMMMM` TFRecord shards in data_dir; every
-shard is written under a temporary name and renamed when complete, so an interrupted datagen never
-leaves a shard that reads as finished, and a finished split is never written again.
+datagen writes each split as `{name}-{split}-NNNNN-of-MMMMM` TFRecord shards in data_dir, with a
+`{name}-{split}.stats.json` beside them (example count, pairs skipped for an empty side, and a
+histogram of example lengths, so the input pipeline can report what max_length drops without
+reading the data). Every file is written under a temporary name and renamed when complete, so an
+interrupted datagen never leaves a shard that reads as finished, and a finished split is never
+written again.
 """
 
+import collections
 import glob
+import json
+import logging
 import os
+import re
 
 import tensorflow as tf
 
 from t2t_lite import data
+from t2t_lite.corpus import is_empty
 from t2t_lite.errors import UserError
+from t2t_lite.files import write_text_atomically
 from t2t_lite.registry import snake_case
 from t2t_lite.text import EOS_ID
+
+logger = logging.getLogger("t2t_lite")
 
 SPLITS = ("train", "dev", "test")
 
@@ -57,15 +68,23 @@ class Problem:
         return [os.path.join(data_dir, f"{self.name}-{split}-{i:05d}-of-{n:05d}")
                 for i in range(n)]
 
+    def stats_path(self, split, data_dir):
+        return os.path.join(data_dir, f"{self.name}-{split}.stats.json")
+
+    def splits(self):
+        """The splits this problem has, of train, dev and test."""
+        return [split for split in SPLITS if split in self.num_shards]
+
     def has_data(self, data_dir, split):
-        return all(os.path.exists(path) for path in self.shard_paths(split, data_dir))
+        return split in self.num_shards and all(
+            os.path.exists(path) for path in self.shard_paths(split, data_dir))
 
     def generate_data(self, data_dir, raw_dir=None):
         """Writes the vocabulary and every missing split to data_dir; finished work is kept."""
         os.makedirs(data_dir, exist_ok=True)
         raw_dir = raw_dir or os.path.join(data_dir, "raw")
         vocabulary = self.build_vocabulary(data_dir, raw_dir)
-        for split in SPLITS:
+        for split in self.splits():
             if not self.has_data(data_dir, split):
                 self._write_split(split, data_dir, raw_dir, vocabulary)
 
@@ -75,24 +94,66 @@ class Problem:
             os.remove(stale)
         temporary = [path + ".incomplete" for path in paths]
         writers = [tf.io.TFRecordWriter(path) for path in temporary]
+        lengths = collections.Counter()
+        examples = skipped = 0
         try:
-            for i, (source, target) in enumerate(self.text_pairs(split, raw_dir)):
-                example = data.serialize_example(vocabulary.encode(source) + [EOS_ID],
-                                                 vocabulary.encode(target) + [EOS_ID])
-                writers[i % len(writers)].write(example)
+            for pair in self.text_pairs(split, raw_dir):
+                if is_empty(pair):
+                    skipped += 1
+                    continue
+                inputs, targets = (vocabulary.encode(text) + [EOS_ID] for text in pair)
+                writers[examples % len(writers)].write(data.serialize_example(inputs, targets))
+                lengths[max(len(inputs), len(targets))] += 1
+                examples += 1
         finally:
             for writer in writers:
                 writer.close()
+        write_text_atomically(self.stats_path(split, data_dir), json.dumps(
+            {"examples": examples, "skipped_empty": skipped,
+             "lengths": {str(n): lengths[n] for n in sorted(lengths)}}, indent=1) + "\n")
         for path, final in zip(temporary, paths):
             os.replace(path, final)
+        skipped_note = f"; skipped {skipped:,} pairs with an empty side" if skipped else ""
+        logger.info("%s %s: %s examples in %d shards%s", self.name, split, f"{examples:,}",
+                    len(paths), skipped_note)
 
     def dataset(self, split, data_dir, hparams, *, training, input_context=None, seed=None):
         """Batches of ({"inputs", "targets"}, targets) for `split`; see data.make_dataset."""
+        if split not in self.num_shards:
+            raise UserError(f"problem {self.name} has no {split} split, only "
+                            f"{', '.join(self.splits())}")
         if not self.has_data(data_dir, split):
+            others = sorted(set(problems_with_data(data_dir)) - {self.name})
+            holds = f" (it holds {', '.join(others)})" if others else ""
             raise UserError(
-                f"no {split} data for problem {self.name} in {data_dir}: run "
+                f"no {split} data for problem {self.name} in {data_dir}{holds}: run "
                 f"`t2t-lite-datagen --problem={self.name} --data_dir={data_dir}` "
                 "or pass --generate_data to the trainer")
+        if training:
+            self._report_length_filter(data_dir, hparams.max_length)
         return data.make_dataset(self.shard_paths(split, data_dir), hparams.batch_size,
                                  hparams.max_length, training=training,
                                  input_context=input_context, seed=seed)
+
+    def _report_length_filter(self, data_dir, max_length):
+        """Logs how many training examples max_length drops; refuses to drop them all."""
+        try:
+            with open(self.stats_path("train", data_dir), encoding="utf-8") as f:
+                lengths = json.load(f)["lengths"]
+        except FileNotFoundError:  # written by a datagen that kept no statistics
+            return
+        total = sum(lengths.values())
+        dropped = sum(count for length, count in lengths.items() if int(length) > max_length)
+        if dropped == total:
+            raise UserError(f"all {total:,} training examples of {self.name} are longer than "
+                            f"max_length={max_length}: raise it with --hparams=max_length=N")
+        if dropped:
+            logger.info("max_length=%d drops %s of %s training examples (%.2f%%)", max_length,
+                        f"{dropped:,}", f"{total:,}", 100 * dropped / total)
+
+
+def problems_with_data(data_dir):
+    """Names of the problems with training shards in data_dir."""
+    names = (re.fullmatch(r"(.+)-train-\d{5}-of-\d{5}", os.path.basename(path))
+             for path in glob.glob(os.path.join(glob.escape(data_dir), "*-train-*-of-*")))
+    return [match.group(1) for match in names if match]

@@ -6,6 +6,7 @@ imported on the first lookup, so that the core never imports them directly.
 
 import importlib
 import importlib.util
+import json
 import os
 import re
 import sys
@@ -72,9 +73,25 @@ def register_problem(cls=None, *, name=None):
     return decorate(cls) if cls is not None else decorate
 
 
-def problem(name):
-    """A new instance of the registered Problem `name`."""
-    return problems.get(name)()
+def problem_spec_path(data_dir, name):
+    """Where t2t-lite-datagen records a problem it made from the user's files."""
+    return os.path.join(data_dir, f"{name}.problem.json")
+
+
+def problem(name, data_dir=None):
+    """A new instance of the registered Problem `name`, or of the problem that t2t-lite-datagen
+    made under that name in data_dir (its spec names the registered class that rebuilds it)."""
+    if name in problems.names() or not data_dir:
+        return problems.get(name)()
+    spec_path = problem_spec_path(data_dir, name)
+    if not os.path.exists(spec_path):
+        raise UserError(
+            f"unknown problem '{name}'{did_you_mean(name, problems.names())}: it is neither "
+            "registered (`t2t-lite-trainer --registry_help` lists them) nor made from your "
+            f"files by t2t-lite-datagen in {data_dir}")
+    with open(spec_path, encoding="utf-8") as f:
+        spec = json.load(f)
+    return problems.get(spec["problem_class"]).from_spec(name, spec)
 
 
 def hparams(name):

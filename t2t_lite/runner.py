@@ -28,7 +28,7 @@ class Runner:
         self.model_dir = model_dir
         self.problem_name = problem_name
         self.hparams_set = hparams_set
-        self.problem = registry.problem(problem_name)
+        self.problem = registry.problem(problem_name, data_dir)
         self.hparams = hparams
         self.data_dir = data_dir
         self._vocabulary = None
@@ -107,7 +107,13 @@ class Runner:
         trainer = Trainer(self.hparams, self.vocabulary.size, strategy)
         latest = tf.train.latest_checkpoint(self.model_dir)
         if latest:
-            trainer.checkpoint.restore(latest).assert_existing_objects_matched()
+            try:
+                trainer.checkpoint.restore(latest).assert_existing_objects_matched()
+            except ValueError as error:  # e.g. the embeddings of another vocabulary size
+                raise UserError(
+                    f"{latest} does not fit a model for the {self.vocabulary.size}-piece "
+                    f"vocabulary of {self.data_dir} ({error}): pass the --data_dir it was "
+                    "trained on") from None
             logger.info("restored %s (step %d)", latest, trainer.step)
         return trainer
 

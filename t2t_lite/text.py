@@ -1,12 +1,24 @@
 """Vocabularies: text <-> ids in Python and in-graph, with the framework's fixed special ids."""
 
+import hashlib
+import io
+import os
+import re
+import tempfile
+
 import numpy as np
+import sentencepiece
 import tensorflow as tf
+import tensorflow_text
+from sentencepiece import sentencepiece_model_pb2
+from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
 from t2t_lite.errors import UserError
+from t2t_lite.files import write_bytes_atomically
 
 PAD_ID = 0  # also the decoder's start symbol, as in tensor2tensor
 EOS_ID = 1
+UNK_ID = 2  # SentencePieceVocabulary only; byte fallback means it is never produced
 
 
 def strip_ids(ids):
@@ -78,3 +90,102 @@ class SymbolVocabulary(Vocabulary):
     def tf_decode(self, ids):
         symbols = tf.ragged.boolean_mask(ids, tf_strip_mask(ids)) - 2
         return tf.strings.reduce_join(tf.strings.as_string(symbols), axis=-1, separator=" ")
+
+
+class SentencePieceVocabulary(Vocabulary):
+    """SentencePiece subwords (BPE or unigram) with PAD=0, EOS=1, UNK=2 and no BOS.
+
+    Unknown characters fall back to UTF-8 bytes and the only normalization is to drop U+FEFF
+    (byte order marks left inside crawled text), so decoding gives back the text as written,
+    except that runs of spaces become one and leading or trailing ones go; BLEU is computed on
+    real text. `tokenizer` is the in-graph tf_text twin, built from the same serialized model.
+    """
+
+    MODEL_TYPES = ("bpe", "unigram")
+
+    def __init__(self, model):
+        """`model`: the bytes of a SentencePiece model file."""
+        super().__init__()
+        self._processor = sentencepiece.SentencePieceProcessor(model_proto=model)
+        self.tokenizer = tensorflow_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
+        self.tokenizer._model_resource = _SharedModelResource(
+            model, "sentencepiece_" + hashlib.sha256(model).hexdigest()[:16])
+        self.size = self._processor.get_piece_size()
+        spec = sentencepiece_model_pb2.ModelProto.FromString(model).trainer_spec
+        self.model_type = sentencepiece_model_pb2.TrainerSpec.ModelType.Name(
+            spec.model_type).lower()
+
+    @classmethod
+    def load(cls, path):
+        with open(path, "rb") as f:
+            return cls(f.read())
+
+    @classmethod
+    def train(cls, path, sentences, size, model_type="bpe"):
+        """Trains a `size`-piece vocabulary on the iterable `sentences`; writes it atomically
+        to `path` and returns it."""
+        if model_type not in cls.MODEL_TYPES:
+            raise UserError(f"unknown vocabulary type '{model_type}': use bpe or unigram")
+        model = io.BytesIO()
+        # A rule table rather than "identity": with no table, tf_text logs that it has none.
+        with tempfile.NamedTemporaryFile("w", suffix=".tsv") as rules:
+            rules.write("FEFF\t\n")
+            rules.flush()
+            try:
+                sentencepiece.SentencePieceTrainer.train(
+                    sentence_iterator=iter(sentences), model_writer=model, vocab_size=size,
+                    model_type=model_type, pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID,
+                    bos_id=-1, byte_fallback=True, normalization_rule_tsv=rules.name,
+                    num_threads=os.cpu_count(), minloglevel=2)
+            except RuntimeError as error:
+                raise UserError(_size_advice(str(error), size)) from None
+        proto = sentencepiece_model_pb2.ModelProto.FromString(model.getvalue())
+        proto.normalizer_spec.ClearField("normalization_rule_tsv")  # the temporary file's name
+        write_bytes_atomically(path, proto.SerializeToString())
+        return cls(proto.SerializeToString())
+
+    def encode(self, text):
+        return self._processor.encode(text)
+
+    def decode(self, ids):
+        return self._processor.decode(strip_ids(ids))
+
+    def tf_encode(self, texts):
+        return self.tokenizer.tokenize(texts)
+
+    def tf_decode(self, ids):
+        return self.tokenizer.detokenize(tf.ragged.boolean_mask(ids, tf_strip_mask(ids)))
+
+
+class _SharedModelResource(tf_text_sentencepiece._SentencepieceModelResource):
+    """tf_text's model resource, registered under a name derived from the model.
+
+    tf_text's own is owned by an eager kernel, so tf.random.set_seed (which clears the kernel
+    cache) destroys it and every later tokenization fails (tensorflow/text#570); a named
+    resource outlives the kernel.
+    """
+
+    def _create_resource(self):
+        return tf_text_sentencepiece.gen_sentencepiece_tokenizer.sentencepiece_op(
+            model=self._model, shared_name=self._name)
+
+
+def _size_advice(message, size):
+    """SentencePiece's complaint about a vocabulary size, as the user's fix."""
+    too_high = re.search(r"Vocabulary size too high \(\d+\)\. Please set it to a value <= (\d+)",
+                         message)
+    if too_high:
+        limit = int(too_high.group(1))
+        return (f"the training text supports at most {limit} subwords, not {size}: choose a "
+                f"smaller vocabulary size, e.g. {_round_down(limit)}")
+    too_low = re.search(r"smaller than required_chars\. \d+ vs (\d+)", message)
+    if too_low:
+        return (f"a vocabulary of {size} cannot hold the {too_low.group(1)} characters, bytes "
+                "and special ids the training text needs: choose a larger vocabulary size")
+    return f"SentencePiece could not train the vocabulary: {message}"
+
+
+def _round_down(n):
+    """n rounded down to two significant digits: 541 -> 540, 12345 -> 12000."""
+    unit = 10 ** max(len(str(n)) - 2, 0)
+    return n // unit * unit

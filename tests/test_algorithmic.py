@@ -61,7 +61,8 @@ def test_datagen_is_idempotent_and_never_leaves_a_shard_that_looks_finished(tmp_
     problem.generate_data(str(tmp_path))
     shards = sorted(os.listdir(tmp_path))
     assert shards == sorted(os.path.basename(p) for split in ("train", "dev", "test")
-                            for p in problem.shard_paths(split, str(tmp_path)))
+                            for p in problem.shard_paths(split, str(tmp_path))
+                            + [problem.stats_path(split, str(tmp_path))])
     stamps = {name: os.stat(tmp_path / name).st_mtime_ns for name in shards}
     problem.generate_data(str(tmp_path))
     assert {name: os.stat(tmp_path / name).st_mtime_ns for name in shards} == stamps

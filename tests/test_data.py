@@ -1,13 +1,20 @@
-"""The input pipeline: token budgets, complete epochs, length filtering."""
+"""The input pipeline: token budgets, complete epochs, length filtering, per-worker shares,
+and what it reports."""
 
+import bisect
 import collections
 
 import numpy as np
+import pytest
+import tensorflow as tf
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from t2t_lite.config import HParams
-from t2t_lite.data import bucket_boundaries
+from t2t_lite.data import bucket_boundaries, read_examples
+from t2t_lite.errors import UserError
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
-from t2t_lite.text import PAD_ID
+from t2t_lite.text import EOS_ID, PAD_ID
+from t2t_lite.training import Trainer
 
 
 class SmallReverse(AlgorithmicReverse):
@@ -54,3 +61,85 @@ def test_training_batches_drop_examples_over_max_length(tmp_path):
     dataset = problem.dataset("train", str(tmp_path), hparams, training=True, seed=3)
     lengths = [max(f["inputs"].shape[1], f["targets"].shape[1]) for f, _ in dataset.take(200)]
     assert max(lengths) <= 12 and np.mean(lengths) > 4
+
+
+@pytest.fixture(scope="module")
+def small_reverse_dir(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("small_reverse"))
+    SmallReverse().generate_data(path)
+    return path
+
+
+def encoded_pairs(problem, split):
+    vocabulary = problem.vocabulary(None)
+    return collections.Counter((tuple(vocabulary.encode(s) + [EOS_ID]),
+                                tuple(vocabulary.encode(t) + [EOS_ID]))
+                               for s, t in problem.text_pairs(split, None))
+
+
+def test_training_batches_cover_every_kept_example_once_per_epoch(small_reverse_dir):
+    problem = SmallReverse()
+    hparams = HParams(batch_size=64, max_length=12)
+    multiplicity = encoded_pairs(problem, "train")
+    kept = {x: n for x, n in multiplicity.items() if max(map(len, x)) <= hparams.max_length}
+    assert 0 < len(kept) < len(multiplicity)
+    dataset = problem.dataset("train", small_reverse_dir, hparams, training=True, seed=5)
+    counts = collections.Counter()
+    for features, labels in dataset:
+        inputs, targets = features["inputs"].numpy(), labels.numpy()
+        assert len(inputs) * max(inputs.shape[1], targets.shape[1]) <= hparams.batch_size
+        counts += examples_in([(features, labels)])
+        if sum(counts.values()) > 2.5 * sum(kept.values()):
+            break
+    assert set(counts) == set(kept)  # everything kept is seen, nothing dropped is
+    # Each epoch is a permutation and each length bucket is first in, first out: at any point
+    # the examples of one bucket have been seen the same number of epochs, give or take one.
+    boundaries = bucket_boundaries(hparams.max_length)
+    epochs = collections.defaultdict(list)
+    for example, count in counts.items():
+        epochs[bisect.bisect_right(boundaries, max(map(len, example)))].append(
+            count / kept[example])
+    for bucket in epochs.values():
+        assert max(bucket) - min(bucket) <= 1
+
+
+@pytest.mark.parametrize("pipelines", [2, 3])  # 2 shards: whole shards each, or every 3rd example
+def test_input_pipelines_read_disjoint_shares_that_cover_the_split(small_reverse_dir, pipelines):
+    paths = SmallReverse().shard_paths("train", small_reverse_dir)
+    shares = []
+    for index in range(pipelines):
+        context = tf.distribute.InputContext(num_input_pipelines=pipelines,
+                                             input_pipeline_id=index)
+        examples = read_examples(paths, shuffle=True, input_context=context)
+        shares.append(collections.Counter((tuple(e["inputs"]), tuple(e["targets"]))
+                                          for e in examples.as_numpy_iterator()))
+    assert sum(shares, collections.Counter()) == encoded_pairs(SmallReverse(), "train")
+    assert min(sum(share.values()) for share in shares) >= 2000 // 3 - 1
+
+
+def test_the_examples_max_length_drops_are_reported(small_reverse_dir, caplog):
+    problem = SmallReverse()
+    lengths = [max(map(len, x)) for x in encoded_pairs(problem, "train").elements()]
+    dropped = sum(length > 12 for length in lengths)
+    with caplog.at_level("INFO", logger="t2t_lite"):
+        problem.dataset("train", small_reverse_dir, HParams(max_length=12), training=True)
+    assert f"max_length=12 drops {dropped:,} of 2,000 training examples" in caplog.text
+    with pytest.raises(UserError, match="all 2,000 training examples .* longer than max_length=1"):
+        problem.dataset("train", small_reverse_dir, HParams(max_length=1), training=True)
+
+
+def test_the_padding_fraction_reaches_tensorboard(small_reverse_dir, tmp_path):
+    hparams = HParams(num_encoder_layers=1, num_decoder_layers=1, d_model=16, d_ff=32,
+                      num_heads=2, batch_size=64, max_length=32)
+    batch = SmallReverse().dataset("dev", small_reverse_dir, hparams, training=False).take(1)
+    features, _ = next(iter(batch))  # evaluation batches come in the same order every time
+    ids = np.concatenate([features["inputs"].numpy().ravel(), features["targets"].numpy().ravel()])
+    padding = (ids == PAD_ID).mean()
+    assert padding > 0.02
+    trainer = Trainer(hparams, SmallReverse().vocabulary(None).size)
+    trainer.train(lambda context: batch.repeat(), 2, log_every=2, summary_dir=str(tmp_path))
+    events = EventAccumulator(str(tmp_path), size_guidance={"tensors": 0})
+    events.Reload()
+    (logged,) = events.Tensors("padding_fraction")
+    assert logged.step == 2
+    assert float(tf.make_ndarray(logged.tensor_proto)) == pytest.approx(padding, rel=1e-6)

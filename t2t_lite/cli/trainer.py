@@ -5,14 +5,16 @@ from t2t_lite import cli
 
 def parse_args(argv):
     parser = cli.ArgumentParser(prog="t2t-lite-trainer", description=__doc__)
-    parser.add_argument("--problem", help="registered problem name, e.g. algorithmic_reverse")
+    parser.add_argument("--problem", help="registered problem name, e.g. algorithmic_reverse, "
+                        "or your own corpus made by t2t-lite-datagen in --data_dir")
     parser.add_argument("--hparams_set", help="registered hparams set, e.g. transformer_base")
     parser.add_argument("--hparams", default="",
                         help='overrides, e.g. "num_heads=16,dropout=0.3"')
     parser.add_argument("--model_dir", help="checkpoints, summaries, hparams.json")
     parser.add_argument("--data_dir", help="TFRecord shards and vocabulary (default: "
                         "MODEL_DIR/data)")
-    parser.add_argument("--raw_dir", help="downloads and raw files (default: DATA_DIR/raw)")
+    parser.add_argument("--raw_dir", "--tmp_dir", dest="raw_dir",
+                        help="downloads and raw files (default: DATA_DIR/raw)")
     parser.add_argument("--generate_data", action="store_true",
                         help="run datagen first when the data is missing")
     parser.add_argument("--train_steps", type=int, default=100_000,

@@ -1,0 +1,112 @@
+"""Translation problems: text pairs -> one SentencePiece vocabulary shared by both languages (as
+in the paper) -> sharded TFRecords; the WMT data of tensor2tensor's problems through
+tensorflow-datasets.
+"""
+
+import glob
+import logging
+import os
+
+from t2t_lite.corpus import sample_sentences
+from t2t_lite.errors import UserError
+from t2t_lite.problem import Problem
+from t2t_lite.registry import register_problem
+from t2t_lite.text import SentencePieceVocabulary
+
+logger = logging.getLogger("t2t_lite")
+
+
+class TranslationProblem(Problem):
+    """Subclasses define `text_pairs`; the vocabulary is learned from the training pairs.
+
+    Decoding metrics are the Problem's; BLEU on detokenized text comes from t2t_lite.metrics.
+    """
+
+    vocab_size = 2**15  # tensor2tensor's "32k"
+    vocab_type = "bpe"
+    # Pairs sampled to train the vocabulary: bounds its time and memory on large corpora.
+    vocab_sample_pairs = 500_000
+    num_shards = {"train": 100, "dev": 1, "test": 1}
+
+    def vocabulary_path(self, data_dir):
+        return os.path.join(data_dir, f"{self.name}.sentencepiece.model")
+
+    def vocabulary(self, data_dir):
+        path = self.vocabulary_path(data_dir)
+        if not os.path.exists(path):
+            raise UserError(f"no vocabulary {path}: run `t2t-lite-datagen --problem={self.name} "
+                            f"--data_dir={data_dir}`")
+        return SentencePieceVocabulary.load(path)
+
+    def build_vocabulary(self, data_dir, raw_dir):
+        """Trains the vocabulary once; an existing one is reused if it is the one requested."""
+        path = self.vocabulary_path(data_dir)
+        if os.path.exists(path):
+            vocabulary = SentencePieceVocabulary.load(path)
+            if (vocabulary.size, vocabulary.model_type) != (self.vocab_size, self.vocab_type):
+                raise UserError(
+                    f"{path} is a {vocabulary.size}-piece {vocabulary.model_type} vocabulary, "
+                    f"not the {self.vocab_size}-piece {self.vocab_type} one asked for: use "
+                    f"another --data_dir, or delete {data_dir}/{self.name}* to rebuild")
+            return vocabulary
+        if glob.glob(os.path.join(glob.escape(data_dir), f"{self.name}-*-of-?????")):
+            raise UserError(
+                f"{data_dir} has {self.name} shards but not the vocabulary they were encoded "
+                f"with ({path}): restore it, or delete {data_dir}/{self.name}* to start over")
+        logger.info("training a %d-piece %s vocabulary on up to %s training pairs",
+                    self.vocab_size, self.vocab_type, f"{self.vocab_sample_pairs:,}")
+        sentences = sample_sentences(self.text_pairs("train", raw_dir), self.vocab_sample_pairs)
+        if not sentences:
+            raise UserError(f"{self.name} has no training text to learn a vocabulary from")
+        return SentencePieceVocabulary.train(path, sentences, self.vocab_size, self.vocab_type)
+
+
+class TfdsTranslationProblem(TranslationProblem):
+    """Pairs of a tensorflow-datasets translation data set, prepared in raw_dir.
+
+    raw_dir is the TFDS data_dir (a ~/tensorflow_datasets that already holds the data set is
+    used as it is), its downloads go to raw_dir/downloads, and archives already downloaded
+    by hand are taken from raw_dir itself under their original names, without network.
+    """
+
+    tfds_name = None
+    source_language = None
+    target_language = None
+    _TFDS_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
+
+    def text_pairs(self, split, raw_dir):
+        import tensorflow_datasets as tfds  # slow to import; only datagen needs it
+
+        builder = tfds.builder(self.tfds_name, data_dir=raw_dir)
+        try:
+            builder.download_and_prepare(
+                download_dir=os.path.join(raw_dir, "downloads"),
+                download_config=tfds.download.DownloadConfig(manual_dir=raw_dir))
+        except OSError as error:  # requests' ConnectionError is one
+            raise UserError(
+                f"could not download {self.tfds_name} into {raw_dir} ({type(error).__name__}): "
+                "check the network, or put the data set's archives in --raw_dir") from None
+        examples = builder.as_dataset(split=self._TFDS_SPLITS[split], shuffle_files=False)
+        for example in examples.as_numpy_iterator():
+            yield (example[self.source_language].decode("utf-8"),
+                   example[self.target_language].decode("utf-8"))
+
+
+@register_problem
+class TranslateEndeWmt32k(TfdsTranslationProblem):
+    """WMT English -> German as in tensor2tensor and the paper: europarl v7, commoncrawl and
+    news-commentary v13 to train, newstest2013 for dev, newstest2014 for test."""
+
+    tfds_name = "wmt_t2t_translate/de-en"
+    source_language = "en"
+    target_language = "de"
+
+
+@register_problem
+class TranslateEnfrWmt32k(TfdsTranslationProblem):
+    """WMT14 English -> French: europarl v7, commoncrawl, UN, news-commentary v9 and giga-fren to
+    train, newstest2013 for dev, newstest2014 for test."""
+
+    tfds_name = "wmt14_translate/fr-en"
+    source_language = "en"
+    target_language = "fr"

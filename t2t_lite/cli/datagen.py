@@ -1,0 +1,73 @@
+"""t2t-lite-datagen: writes a problem's vocabulary and TFRecord shards to a data_dir.
+
+A registered problem (e.g. translate_ende_wmt32k) is downloaded through tensorflow-datasets; a
+new name with --files_dir or --train/--dev/--test makes a problem of the user's own parallel
+files, which later commands find in the data_dir.
+"""
+
+import logging
+import os
+
+from t2t_lite import cli
+
+# Flags of the user's own corpus: where its files are, and how to read and encode them.
+FILE_FLAGS = ("files_dir", "train", "dev", "test")
+SETTING_FLAGS = ("source_lang", "target_lang", "vocab_size", "vocab_type")
+
+
+def parse_args(argv):
+    parser = cli.ArgumentParser(prog="t2t-lite-datagen", description=__doc__)
+    parser.add_argument("--problem", required=True,
+                        help="a registered problem, or a new name for your own corpus")
+    parser.add_argument("--data_dir", required=True, help="where the shards and vocabulary go")
+    parser.add_argument("--raw_dir", "--tmp_dir", dest="raw_dir",
+                        help="downloads and raw files (default: DATA_DIR/raw)")
+    parser.add_argument("--usr_dir", help="a Python module or package registering problems")
+    own = parser.add_argument_group(
+        "your own corpus", "line-aligned files STEM.SOURCE_LANG + STEM.TARGET_LANG, or "
+        "STEM.tsv with source<TAB>target lines")
+    own.add_argument("--files_dir", help="a directory with train.*, dev.* (or valid.*, val.*) "
+                     "and optionally test.*")
+    own.add_argument("--train", help="a TSV file, or the path before .SOURCE_LANG/.TARGET_LANG")
+    own.add_argument("--dev", help="as --train, for the dev set")
+    own.add_argument("--test", help="as --train, for the test set (optional)")
+    own.add_argument("--source_lang", help="suffix of the source files, e.g. en")
+    own.add_argument("--target_lang", help="suffix of the target files, e.g. de")
+    own.add_argument("--vocab_size", type=int,
+                     help="subwords in the shared vocabulary (default 8000; about 8000 suits "
+                     "30k sentence pairs, 32000 suits millions)")
+    own.add_argument("--vocab_type", choices=("bpe", "unigram"),
+                     help="SentencePiece model (default bpe)")
+    args = parser.parse_args(argv)
+    if args.files_dir and (args.train or args.dev or args.test):
+        parser.error("pass either --files_dir or --train/--dev/--test, not both")
+    if args.vocab_size is not None and args.vocab_size < 1:
+        parser.error(f"--vocab_size must be positive, got {args.vocab_size}")
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    from t2t_lite import registry
+    from t2t_lite.errors import UserError
+    from t2t_lite.problems.translate_files import TranslateFiles
+
+    if args.usr_dir:
+        registry.import_usr_dir(args.usr_dir)
+    data_dir = os.path.abspath(os.path.expanduser(args.data_dir))
+    raw_dir = os.path.abspath(os.path.expanduser(args.raw_dir)) if args.raw_dir else None
+    own_corpus = {flag: getattr(args, flag) for flag in FILE_FLAGS + SETTING_FLAGS
+                  if getattr(args, flag) is not None}
+    if own_corpus.keys() & set(FILE_FLAGS):
+        problem = TranslateFiles.create(args.problem, data_dir, **own_corpus)
+    elif own_corpus:
+        raise UserError(f"--{', --'.join(own_corpus)}: only for your own corpus, made with "
+                        "--files_dir or --train and --dev")
+    else:
+        problem = registry.problem(args.problem, data_dir)
+    problem.generate_data(data_dir, raw_dir)
+    logging.getLogger("t2t_lite").info("%s is ready in %s", problem.name, data_dir)
+
+
+def run():
+    cli.run(main)

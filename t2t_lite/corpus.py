@@ -1,0 +1,82 @@
+"""Reading a user's parallel text: line-aligned file pairs or TSV, checked as they are read.
+
+Every problem in the user's own words is one of these; mistakes in the files (different line
+counts, bad encodings, missing files) are UserErrors that name the file and the line.
+"""
+
+import itertools
+import random
+
+from t2t_lite.errors import UserError
+
+
+def read_lines(path):
+    """The lines of a UTF-8 text file, without line ends or a byte order mark."""
+    try:
+        with open(path, "rb") as f:
+            for number, line in enumerate(f, 1):
+                try:
+                    text = line.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise UserError(
+                        f"{path}, line {number}: invalid UTF-8 at byte {error.start + 1} of the "
+                        "line: convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+                if number == 1:
+                    text = text.removeprefix("\ufeff")
+                yield text.rstrip("\r\n")
+    except FileNotFoundError:
+        raise UserError(f"no such file: {path}") from None
+
+
+def read_parallel(source_path, target_path):
+    """(source, target) pairs of two line-aligned files; different line counts are an error."""
+    sources, targets = read_lines(source_path), read_lines(target_path)
+    count = 0
+    for source, target in itertools.zip_longest(sources, targets):
+        if source is None or target is None:
+            longer = count + 1 + sum(1 for _ in (sources if target is None else targets))
+            source_count, target_count = (longer, count) if target is None else (count, longer)
+            raise UserError(f"{source_path} has {source_count} lines but {target_path} has "
+                            f"{target_count}: parallel files must be aligned line by line")
+        count += 1
+        yield source, target
+
+
+def read_tsv(path):
+    """(source, target) pairs of a file of `source<TAB>target` lines; empty lines are empty
+    pairs."""
+    for number, line in enumerate(read_lines(path), 1):
+        if not line.strip():
+            yield "", ""
+            continue
+        columns = line.split("\t")
+        if len(columns) != 2:
+            raise UserError(f"{path}, line {number}: expected source<TAB>target, found "
+                            f"{len(columns)} tab-separated columns")
+        yield columns[0], columns[1]
+
+
+def is_empty(pair):
+    return not (pair[0].strip() and pair[1].strip())
+
+
+def sample_sentences(pairs, max_pairs, seed=0):
+    """Both sides of a uniform sample of at most `max_pairs` non-empty pairs.
+
+    Reservoir sampling with a fixed seed: one pass, bounded memory, and the same corpus always
+    gives the same sample (so a rebuilt vocabulary is the same vocabulary).
+    """
+    rng = random.Random(seed)
+    sample = []
+    seen = 0
+    for pair in pairs:
+        if is_empty(pair):
+            continue
+        seen += 1
+        if len(sample) < max_pairs:
+            sample.append(pair)
+        else:
+            slot = rng.randrange(seen)
+            if slot < max_pairs:
+                sample[slot] = pair
+    return [sentence for pair in sample for sentence in pair]
