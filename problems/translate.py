@@ -9,6 +9,7 @@ import os
 
 from t2t_lite.corpus import sample_sentences
 from t2t_lite.errors import UserError
+from t2t_lite.metrics import bleu
 from t2t_lite.problem import Problem
 from t2t_lite.registry import register_problem
 from t2t_lite.text import SentencePieceVocabulary
@@ -17,10 +18,8 @@ logger = logging.getLogger("t2t_lite")
 
 
 class TranslationProblem(Problem):
-    """Subclasses define `text_pairs`; the vocabulary is learned from the training pairs.
-
-    Decoding metrics are the Problem's; BLEU on detokenized text comes from t2t_lite.metrics.
-    """
+    """Subclasses define `text_pairs`; the vocabulary is learned from the training pairs, and
+    decodes are scored with sacreBLEU on detokenized text."""
 
     vocab_size = 2**15  # tensor2tensor's "32k"
     vocab_type = "bpe"
@@ -37,6 +36,11 @@ class TranslationProblem(Problem):
             raise UserError(f"no vocabulary {path}: run `t2t-lite-datagen --problem={self.name} "
                             f"--data_dir={data_dir}`")
         return SentencePieceVocabulary.load(path)
+
+    def decode_metrics(self, hypotheses, references):
+        """Corpus BLEU, sacreBLEU's default (cased, 13a tokenization), in 0..100."""
+        score, _ = bleu(hypotheses, references)
+        return {"bleu": score.score}
 
     def build_vocabulary(self, data_dir, raw_dir):
         """Trains the vocabulary once; an existing one is reused if it is the one requested."""

@@ -36,9 +36,12 @@ def trained_reverse(tmp_path_factory):
     Its metrics come from greedy decoding of 500 held-out dev sequences; test_training asserts it
     learned. Reuse it wherever a trained model is needed.
     """
+    import keras
+
     from t2t_lite.cli import trainer
     from t2t_lite.runner import Runner
 
+    keras.utils.set_random_seed(1234)  # session fixtures run before the per-test seeding
     model_dir = str(tmp_path_factory.mktemp("trained_reverse"))
     metrics = trainer.main([
         "--problem=test_short_reverse", "--hparams_set=transformer_tiny",

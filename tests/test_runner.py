@@ -11,7 +11,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from t2t_lite.runner import Runner
 from t2t_lite.training import TransformerSchedule
 
-OVERRIDES = "d_model=32,d_ff=64,num_heads=4,batch_size=256,warmup_steps=10"
+OVERRIDES = "d_model=32,d_ff=64,num_heads=4,batch_size=256,warmup_steps=10,learning_rate=0.5"
 
 
 @pytest.fixture(scope="module")

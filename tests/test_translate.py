@@ -117,3 +117,13 @@ def test_downloads_go_to_raw_dir_and_archives_there_are_used_without_network(tmp
     assert prepared.startswith(os.path.join(raw_dir, "wmt14_translate", "fr-en"))
     assert (str(downloads), str(manual)) == (os.path.join(raw_dir, "downloads"), raw_dir)
     assert os.listdir(tmp_path / "data") == []
+
+
+def test_translation_decodes_are_scored_with_sacrebleu():
+    import sacrebleu
+
+    hypotheses = ["Das Haus ist klein.", "Er sagte: »Ja«."]
+    references = ["Das Haus ist sehr klein.", "Er sagte: »Ja«."]
+    metrics = registry.problem("translate_ende_wmt32k").decode_metrics(hypotheses, references)
+    assert metrics == {"bleu": pytest.approx(sacrebleu.corpus_bleu(hypotheses, [references]).score)}
+    assert 0 < metrics["bleu"] < 100
