@@ -26,17 +26,17 @@ class Translator(tf.Module):
     and the vocabulary's in-graph tokenizer with its signatures.
     """
 
-    def __init__(self, model, vocabulary, hparams, batch_size=32, jit_compile=False):
+    def __init__(self, model, vocabulary, hparams, batch_size=32):
         super().__init__()
         self.model = model
         self.vocabulary = vocabulary
         self.hparams = hparams
         self.batch_size = batch_size
         self.max_input_tokens = hparams.max_length - 1  # and EOS
+        # Not jit_compile: XLA is no faster here on CPU (benchmarks/RESULTS.md).
         self._search = tf.function(
             lambda inputs: search(model, inputs, hparams.beam_size, hparams.alpha,
-                                  hparams.extra_length),
-            jit_compile=jit_compile)
+                                  hparams.extra_length))
 
     def is_truncated(self, tokens):
         """Whether translating `tokens` (ids without EOS) will drop some of them."""

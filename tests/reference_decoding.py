@@ -33,9 +33,8 @@ class UncachedDecoder:
         return ops.take(logits, step, axis=1), {**cache, "tokens": tokens}
 
 
-def _log_softmax_without_pad(logits):
+def _log_softmax(logits):
     logits = np.array(logits, "float64")
-    logits[..., PAD_ID] = -np.inf
     return logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
 
 
@@ -47,7 +46,9 @@ def next_log_probs(model, inputs, prefixes):
         targets[row, : len(prefix)] = prefix
     logits = model({"inputs": np.repeat(inputs[None], len(prefixes), 0), "targets": targets})
     positions = [len(p) for p in prefixes]
-    return _log_softmax_without_pad(np.asarray(logits)[np.arange(len(prefixes)), positions])
+    log_probs = _log_softmax(np.asarray(logits)[np.arange(len(prefixes)), positions])
+    log_probs[:, PAD_ID] = -np.inf  # never generated
+    return log_probs
 
 
 def penalty(length, alpha):
@@ -60,7 +61,7 @@ def sequence_scores(model, inputs, sequences, alpha):
     targets = np.zeros((len(sequences), length), "int32")
     for row, sequence in enumerate(sequences):
         targets[row, : len(sequence)] = sequence
-    log_probs = _log_softmax_without_pad(
+    log_probs = _log_softmax(
         model({"inputs": np.repeat(inputs[None], len(sequences), 0), "targets": targets}))
     token_log_probs = np.take_along_axis(log_probs, targets[..., None], -1)[..., 0]
     return [token_log_probs[row, : len(s)].sum() / penalty(len(s), alpha)

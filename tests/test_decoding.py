@@ -7,7 +7,7 @@ import tensorflow as tf
 from reference_decoding import (UncachedDecoder, as_sequence, exhaustive_search,
                                 reference_beam_search, reference_greedy_search, sequence_scores)
 from t2t_lite.config import HParams
-from t2t_lite.decoding import beam_search, search
+from t2t_lite.decoding import _top_k, beam_search, search
 from t2t_lite.text import EOS_ID, PAD_ID
 from t2t_lite.training import create_model
 
@@ -51,15 +51,26 @@ def test_a_beam_wide_enough_finds_the_exhaustive_search_best(alpha):
         assert_same_hypotheses(hypotheses(ids[row], scores[row]), expected)
 
 
-@pytest.mark.parametrize("alpha", [0.0, 0.6])
-def test_narrow_beam_equals_the_plain_reference_beam_search(alpha):
-    """Pruning, length limits and early stopping, on a batch whose examples differ in length."""
-    model = random_model(vocab_size=7, seed=1)
+@pytest.mark.parametrize("alpha, vocab_size, extra_length", [(0.0, 7, 5), (0.6, 7, 5),
+                                                              (0.6, 3000, 2)])
+def test_narrow_beam_equals_the_plain_reference_beam_search(alpha, vocab_size, extra_length):
+    """Pruning, length limits and early stopping, on a batch whose examples differ in length;
+    a large vocabulary takes the two-stage top-k."""
+    model = random_model(vocab_size, seed=1)
     inputs = padded([[2, 3, 4, 5], [6], [3, 3]])
-    ids, scores = beam_search(model, inputs, beam_size=3, alpha=alpha, extra_length=5)
+    ids, scores = beam_search(model, inputs, 3, alpha, extra_length)
     for row in range(len(inputs)):
-        expected = reference_beam_search(model, inputs[row], 3, alpha, extra_length=5)
+        expected = reference_beam_search(model, inputs[row], 3, alpha, extra_length)
         assert_same_hypotheses(hypotheses(ids[row], scores[row]), expected)
+
+
+@pytest.mark.parametrize("width", [3000, 32000, 32001])
+def test_two_stage_top_k_equals_top_k(width):
+    x = np.random.default_rng(width).normal(size=(5, width)).astype("float32")
+    values, indices = _top_k(x, 6)
+    expected_values, expected_indices = tf.math.top_k(x, 6)
+    np.testing.assert_array_equal(values, expected_values)
+    np.testing.assert_array_equal(indices, expected_indices)
 
 
 def test_finished_hypotheses_are_frozen_at_eos_and_scored_as_they_are():
