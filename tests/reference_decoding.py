@@ -85,8 +85,8 @@ def exhaustive_search(model, inputs, alpha, extra_length, top):
 
 
 def reference_beam_search(model, inputs, beam_size, alpha, extra_length):
-    """tensor2tensor's alive/finished beam search for one example, written the slow plain way;
-    returns its beam_size best (sequence, score)."""
+    """tensor2tensor's alive/finished beam search for one example, written the slow plain way
+    and without early stopping; returns its beam_size best (sequence, score)."""
     max_length = limit(inputs, extra_length)
     alive, finished = [((), 0.0)], []
     for step in range(max_length):
@@ -101,9 +101,6 @@ def reference_beam_search(model, inputs, beam_size, alpha, extra_length):
         if step + 1 == max_length:
             finished += [(s, log_prob / penalty(max_length, alpha)) for s, log_prob in alive]
         finished = sorted(finished, key=lambda pair: -pair[1])[:beam_size]
-        best_possible = alive[0][1] / penalty(max_length, alpha)
-        if len(finished) == beam_size and finished[-1][1] > best_possible:
-            break
     return finished
 
 
