@@ -1,8 +1,9 @@
 """SavedModel export: raw strings in, translations and scores out, everything in the graph.
 
 Signatures:
-  serving_default(inputs: tf.string [batch]) -> {outputs: tf.string [batch], scores: float32 [batch]}
-  translate_ids(inputs: int32 [batch, length]) -> {outputs: int32 [batch, length'], scores: ...}
+  serving_default(inputs: tf.string [batch]) -> {outputs: tf.string [batch],
+                                                 scores: float32 [batch]}
+  translate_ids(inputs: int32 [batch, length]) -> {outputs: int32 [batch, length'], scores}
 The second takes and returns token ids without EOS, PAD(0)-padded, for servers without the
 tokenizer's ops (a SentencePiece vocabulary needs `import tensorflow_text` before loading).
 Versions are numbered subdirectories of the export directory, the layout TensorFlow Serving

@@ -112,7 +112,8 @@ class Runner:
         alpha, extra_length; None keeps a value)."""
         changes = {name: value for name, value in decoding.items() if value is not None}
         hparams = self.hparams.replace(**changes)
-        model = model or self.restored_model(checkpoint_path)
+        if model is None:
+            model = self.restored_model(checkpoint_path)
         return Translator(model, self.vocabulary, hparams, batch_size)
 
     def prepare_data(self, generate=False, raw_dir=None):

@@ -55,8 +55,9 @@ def read_lines(path):
         try:
             lines.append(raw.decode("utf-8").rstrip("\r"))
         except UnicodeDecodeError as error:
-            raise UserError(f"{path} line {number} is not valid UTF-8 (byte {error.start}: "
-                            f"{error.reason}); convert the file to UTF-8, e.g. with iconv") from None
+            raise UserError(
+                f"{path} line {number} is not valid UTF-8 (byte {error.start}: {error.reason}); "
+                "convert the file to UTF-8, e.g. with iconv") from None
     return lines
 
 
