@@ -51,7 +51,8 @@ def test_the_exported_model_translates_exactly_as_in_process(trained_reverse, ex
 
     assert served["outputs"] == [t.text for t in expected]
     np.testing.assert_allclose(served["scores"], [t.score for t in expected], rtol=1e-5)
-    assert served["outputs"][:3] == ["3 2 1", "", "2 3 4 5 6 7 8 9"]
-    assert served["scores"][1] == 0.0
+    assert served["outputs"][1] == "" and served["scores"][1] == 0.0
+    reversals = [" ".join(text.split()[::-1]) for text in INPUTS]
+    assert sum(a == b for a, b in zip(served["outputs"], reversals)) >= 4  # real translations
     assert [runner.vocabulary.decode(row) for row in served["ids"]] == served["outputs"]
     np.testing.assert_allclose(served["id_scores"], served["scores"], rtol=1e-6)
