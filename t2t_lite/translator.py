@@ -33,7 +33,8 @@ class Translator(tf.Module):
         self.hparams = hparams
         self.batch_size = batch_size
         self.max_input_tokens = hparams.max_length - 1  # and EOS
-        # Not jit_compile: XLA is no faster here on CPU (benchmarks/RESULTS.md).
+        # Not jit_compile: XLA would compile anew for every input shape, and its gain on CPU
+        # is small and load-dependent (benchmarks/RESULTS.md).
         self._search = tf.function(
             lambda inputs: search(model, inputs, hparams.beam_size, hparams.alpha,
                                   hparams.extra_length))
