@@ -38,6 +38,9 @@ setuptools.setup(
         "console_scripts": [
             "t2t-lite-trainer=t2t_lite.cli.trainer:run",
             "t2t-lite-datagen=t2t_lite.cli.datagen:run",
+            "t2t-lite-decoder=t2t_lite.cli.decoder:run",
+            "t2t-lite-avg-checkpoints=t2t_lite.cli.avg_checkpoints:run",
+            "t2t-lite-exporter=t2t_lite.cli.exporter:run",
         ],
     },
 )

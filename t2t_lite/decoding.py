@@ -1,32 +1,186 @@
-"""Autoregressive search over the Transformer's cached decoder, on keras.ops."""
+"""Autoregressive search over the Transformer's cached decoder, on keras.ops.
 
+Both searches encode once and run one cached decoder step per output position inside one
+`while_loop`, so they trace into a tf.function, compile with XLA and export in a SavedModel.
+A hypothesis ends at EOS or at its example's length limit, input length + extra_length (the
+input counted with its EOS), so that an example's result does not depend on the batch it is in.
+PAD is never generated (it is not a token but the decoder's start symbol), though it keeps its
+share of the softmax: scores are the model's own probabilities.
+
+Scores are as in tensor2tensor: the log-probability of the hypothesis (EOS included) divided by
+GNMT's length penalty ((5 + length) / 6) ** alpha (Wu et al. 2016).
+"""
+
+import keras
 from keras import ops
 
 from t2t_lite.text import EOS_ID, PAD_ID
 
+_INVALID = -1e9  # log-probability of an impossible token or an empty beam slot
 
-def greedy_search(model, inputs, extra_length):
-    """inputs [B, S] -> ids [B, S + extra_length], each row EOS-terminated (if it ended) and padded.
 
-    Encodes once, then runs one cached decoder step per position until every row has produced
-    EOS or the length limit is reached.
-    """
-    memory, memory_mask = model.encode(inputs)
-    batch = ops.shape(inputs)[0]
+def length_penalty(length, alpha):
+    """((5 + length) / 6) ** alpha; alpha = 0 ranks hypotheses by log-probability alone."""
+    return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
+
+
+def search(model, inputs, beam_size, alpha, extra_length):
+    """inputs [B, S] (EOS-terminated, PAD-padded) -> (ids [B, S + extra_length], scores [B]):
+    the best hypothesis of each example, by beam search, or greedy search when beam_size is 1
+    (as tensor2tensor does: a one-wide beam that sets finished hypotheses aside is not greedy)."""
+    if beam_size == 1:
+        return greedy_search(model, inputs, extra_length, alpha)
+    ids, scores = beam_search(model, inputs, beam_size, alpha, extra_length)
+    return ids[:, 0], scores[:, 0]
+
+
+def _start(model, inputs, extra_length):
+    """Encodes the inputs; returns the per-example length limits [B], the static output length
+    and the decoder cache for that length."""
+    limits = ops.sum(ops.cast(inputs != PAD_ID, "int32"), axis=1) + extra_length
     max_length = ops.shape(inputs)[1] + extra_length
-    cache = model.init_cache(memory, memory_mask, max_length)
+    memory, memory_mask = model.encode(inputs)
+    return limits, max_length, model.init_cache(memory, memory_mask, max_length)
+
+
+def _top_k(x, k, chunk=128):
+    """ops.top_k over the last axis of x [rows, width], exactly, in two cheap stages: the k
+    chunks with the largest maxima hold the k largest values. TensorFlow's CPU top_k over a
+    32k vocabulary is ~5x slower than this (and XLA's sorts)."""
+    rows, width = ops.shape(x)
+    if width < 4 * k * chunk:
+        return ops.top_k(x, k)
+    padding = -width % chunk
+    chunks = ops.reshape(ops.pad(x, ((0, 0), (0, padding)), constant_values=_INVALID),
+                         (-1, chunk))
+    num_chunks = (width + padding) // chunk
+    _, best_chunks = ops.top_k(ops.reshape(ops.max(chunks, axis=-1), (rows, num_chunks)), k)
+    first_chunk = ops.arange(rows, dtype="int32")[:, None] * num_chunks
+    candidates = ops.take(chunks, ops.reshape(first_chunk + best_chunks, (-1,)), axis=0)
+    values, indices = ops.top_k(ops.reshape(candidates, (rows, k * chunk)), k)
+    first_best = ops.arange(rows, dtype="int32")[:, None] * k
+    chunk_of = ops.take(ops.reshape(best_chunks, (-1,)), first_best + indices // chunk, axis=0)
+    return values, chunk_of * chunk + indices % chunk
+
+
+def _reorder(before, after, rows):
+    """Gathers `rows` of each cache entry that the decoder step changed; the entries it never
+    changes are still identical across an example's beams, as tiled."""
+    return keras.tree.map_structure(
+        lambda old, new: new if new is old else ops.take(new, rows, axis=0), before, after)
+
+
+def greedy_search(model, inputs, extra_length, alpha=0.0):
+    """inputs [B, S] -> (ids [B, S + extra_length], scores [B]): the most probable token at each
+    step; each row EOS-terminated unless it reached its limit, then PAD-padded."""
+    batch = ops.shape(inputs)[0]
+    limits, max_length, cache = _start(model, inputs, extra_length)
     outputs = ops.zeros((batch, max_length), "int32")
-    finished = ops.zeros((batch,), "bool")
+    log_probs = ops.zeros((batch,), "float32")
+    lengths = ops.zeros((batch,), "int32")
+    finished = limits <= 0
     previous = ops.full((batch,), PAD_ID, "int32")
 
-    def not_done(step, previous, outputs, finished, cache):
+    def not_done(step, previous, outputs, log_probs, lengths, finished, cache):
         return ops.logical_and(step < max_length, ops.logical_not(ops.all(finished)))
 
-    def body(step, previous, outputs, finished, cache):
+    def body(step, previous, outputs, log_probs, lengths, finished, cache):
         logits, cache = model.decode_step(previous, step, cache)
-        next_ids = ops.where(finished, PAD_ID, ops.cast(ops.argmax(logits, axis=-1), "int32"))
+        step_log_probs = ops.where(ops.arange(ops.shape(logits)[-1]) == PAD_ID, _INVALID,
+                                   ops.log_softmax(logits, axis=-1))
+        best = ops.cast(ops.argmax(step_log_probs, axis=-1), "int32")
+        best_log_prob = ops.max(step_log_probs, axis=-1)
+        next_ids = ops.where(finished, PAD_ID, best)
         outputs = ops.slice_update(outputs, (0, step), next_ids[:, None])
-        return step + 1, next_ids, outputs, ops.logical_or(finished, next_ids == EOS_ID), cache
+        log_probs = log_probs + ops.where(finished, 0.0, best_log_prob)
+        lengths = lengths + ops.cast(ops.logical_not(finished), "int32")
+        finished = finished | (next_ids == EOS_ID) | (step + 1 >= limits)
+        return step + 1, next_ids, outputs, log_probs, lengths, finished, cache
 
-    _, _, outputs, _, _ = ops.while_loop(not_done, body, (0, previous, outputs, finished, cache))
-    return outputs
+    _, _, outputs, log_probs, lengths, _, _ = ops.while_loop(
+        not_done, body, (0, previous, outputs, log_probs, lengths, finished, cache))
+    return outputs, log_probs / length_penalty(ops.maximum(lengths, 1), alpha)
+
+
+def beam_search(model, inputs, beam_size, alpha, extra_length):
+    """inputs [B, S] -> (ids [B, beam_size, S + extra_length], scores [B, beam_size]): the
+    beam_size best finished hypotheses of each example, best first (tensor2tensor's algorithm).
+
+    Two sets per example: `alive` hypotheses, extended at every step by their beam_size best
+    non-EOS continuations (all beams together), and `finished` ones, the best beam_size among
+    every EOS continuation seen so far; a finished hypothesis is frozen. At an example's length
+    limit its alive hypotheses finish as they are. An example stops when its worst finished
+    score beats the best score an alive hypothesis could still reach (its log-probability only
+    falls, and the length penalty is at most that of the limit), so early stopping never
+    changes the result.
+    """
+    batch = ops.shape(inputs)[0]
+    limits, max_length, cache = _start(model, inputs, extra_length)
+    # Every cache entry is batch-major: beams of example b are rows b * beam_size + k.
+    cache = keras.tree.map_structure(lambda x: ops.repeat(x, beam_size, axis=0), cache)
+    empty = ops.zeros((batch, beam_size, max_length), "int32")
+    # One live beam per example at first, so the first step does not pick beam_size copies.
+    alive_log_probs = ops.tile(
+        ops.convert_to_tensor([[0.0] + [_INVALID] * (beam_size - 1)]), (batch, 1))
+    finished_scores = ops.full((batch, beam_size), _INVALID)
+    previous = ops.full((batch * beam_size,), PAD_ID, "int32")
+    batch_offsets = ops.arange(batch, dtype="int32")[:, None] * beam_size
+
+    def example_done(step, alive_log_probs, finished_scores):
+        best_possible = alive_log_probs[:, 0] / length_penalty(limits, alpha)
+        return (step >= limits) | (finished_scores[:, -1] > best_possible)
+
+    def not_done(step, previous, alive, alive_log_probs, finished, finished_scores, cache):
+        return ops.logical_and(
+            step < max_length,
+            ops.logical_not(ops.all(example_done(step, alive_log_probs, finished_scores))))
+
+    def body(step, previous, alive, alive_log_probs, finished, finished_scores, cache):
+        logits, new_cache = model.decode_step(previous, step, cache)
+        log_probs = ops.log_softmax(logits, axis=-1)  # [batch * beam, vocab]
+        penalty = length_penalty(step + 1, alpha)
+        alive_valid = alive_log_probs > _INVALID / 2
+        last_step = (step + 1 >= limits)[:, None]
+
+        # Each alive hypothesis + EOS.
+        eos_ids = ops.slice_update(alive, (0, 0, step), ops.full((batch, beam_size, 1), EOS_ID,
+                                                                 "int32"))
+        eos_log_probs = alive_log_probs + ops.reshape(ops.take(log_probs, EOS_ID, axis=1),
+                                                      (batch, beam_size))
+        eos_scores = ops.where(alive_valid, eos_log_probs / penalty, _INVALID)
+
+        # The beam_size best continuations other than EOS and PAD of all beams together are
+        # among each beam's beam_size + 2 best tokens.
+        per_beam = min(beam_size + 2, ops.shape(logits)[-1])
+        top_log_probs, top_tokens = _top_k(log_probs, per_beam)
+        special = (top_tokens == EOS_ID) | (top_tokens == PAD_ID)
+        top_log_probs = ops.where(special, _INVALID, top_log_probs)
+        continuations = ops.reshape(ops.reshape(alive_log_probs, (-1, 1)) + top_log_probs,
+                                    (batch, beam_size * per_beam))
+        top_log_probs, top_indices = ops.top_k(continuations, beam_size)
+        chosen = ops.reshape(batch_offsets * per_beam + top_indices, (-1,))
+        tokens = ops.reshape(ops.take(ops.reshape(top_tokens, (-1,)), chosen, axis=0),
+                             (batch, beam_size))
+        rows = ops.reshape(batch_offsets + top_indices // per_beam, (-1,))
+        alive = ops.reshape(ops.take(ops.reshape(alive, (batch * beam_size, -1)), rows, axis=0),
+                            (batch, beam_size, max_length))
+        alive = ops.slice_update(alive, (0, 0, step), tokens[:, :, None])
+        cache = _reorder(cache, new_cache, rows)
+
+        # At its limit an example's alive hypotheses finish unterminated.
+        truncated_scores = ops.where(last_step & (top_log_probs > _INVALID / 2),
+                                     top_log_probs / penalty, _INVALID)
+        candidate_scores = ops.concatenate([finished_scores, eos_scores, truncated_scores], 1)
+        finished_scores, best = ops.top_k(candidate_scores, beam_size)
+        candidates = ops.reshape(ops.concatenate([finished, eos_ids, alive], axis=1),
+                                 (batch * 3 * beam_size, max_length))
+        finished = ops.reshape(
+            ops.take(candidates, ops.reshape(best + 3 * batch_offsets, (-1,)), axis=0),
+            (batch, beam_size, max_length))
+        alive_log_probs = ops.where(last_step, _INVALID, top_log_probs)
+        return (step + 1, ops.reshape(tokens, (-1,)), alive, alive_log_probs, finished,
+                finished_scores, cache)
+
+    _, _, _, _, finished, finished_scores, _ = ops.while_loop(
+        not_done, body, (0, previous, empty, alive_log_probs, empty, finished_scores, cache))
+    return finished, finished_scores

@@ -85,8 +85,8 @@ class _ResidualBlock(layers.Layer):
     def __init__(self, hparams, num_sublayers, **kwargs):
         super().__init__(**kwargs)
         self.pre_norm = hparams.norm_position == "pre"
-        self.norms = [layers.LayerNormalization(epsilon=hparams.layer_norm_epsilon)
-                      for _ in range(num_sublayers)]
+        self.norms = tuple(layers.LayerNormalization(epsilon=hparams.layer_norm_epsilon)
+                           for _ in range(num_sublayers))
         self.residual_dropout = layers.Dropout(hparams.dropout)
         self.feed_forward = FeedForward(hparams.d_model, hparams.d_ff, hparams.relu_dropout)
 
@@ -171,10 +171,11 @@ class Transformer(keras.Model):
             embeddings_initializer=keras.initializers.RandomNormal(stddev=d_model**-0.5))
         self.position_encoding = keras_hub.layers.SinePositionEncoding(dtype="float32")
         self.embedding_dropout = layers.Dropout(hparams.dropout)
-        self.encoder_layers = [EncoderLayer(hparams, name=f"encoder_{i}")
-                               for i in range(hparams.num_encoder_layers)]
-        self.decoder_layers = [DecoderLayer(hparams, name=f"decoder_{i}")
-                               for i in range(hparams.num_decoder_layers)]
+        # Tuples, not lists: Keras 3 hides layers in lists from tf.train.Checkpoint.
+        self.encoder_layers = tuple(EncoderLayer(hparams, name=f"encoder_{i}")
+                                    for i in range(hparams.num_encoder_layers))
+        self.decoder_layers = tuple(DecoderLayer(hparams, name=f"decoder_{i}")
+                                    for i in range(hparams.num_decoder_layers))
         pre_norm = hparams.norm_position == "pre"
         self.encoder_norm, self.decoder_norm = (
             layers.LayerNormalization(epsilon=hparams.layer_norm_epsilon, name=name)

@@ -11,16 +11,19 @@ import os
 import tensorflow as tf
 
 from t2t_lite import registry
+from t2t_lite.checkpoints import resolve_checkpoint, save_model_dir
 from t2t_lite.config import HParams
-from t2t_lite.decoding import greedy_search
-from t2t_lite.errors import UserError
+from t2t_lite.errors import UserError, did_you_mean
 from t2t_lite.files import write_text_atomically
-from t2t_lite.training import Trainer
+from t2t_lite.training import Trainer, create_model
+from t2t_lite.translator import Translator
 
 logger = logging.getLogger("t2t_lite")
 
 HPARAMS_FILE = "hparams.json"
 PROBLEM_FILE = "problem.json"
+BEST_DIR = "best"  # the model_dir of the best checkpoint by --keep_best_by
+LOWER_IS_BETTER = ("loss", "perplexity")
 
 
 class Runner:
@@ -89,6 +92,30 @@ class Runner:
             self._vocabulary = self.problem.vocabulary(self.data_dir)
         return self._vocabulary
 
+    def restored_model(self, checkpoint_path=None):
+        """The model of checkpoint_path (a checkpoint or a directory of them), or of the latest
+        checkpoint in model_dir; without its optimizer."""
+        path = resolve_checkpoint(self.model_dir, checkpoint_path)
+        model = create_model(self.hparams, self.vocabulary.size)
+        try:
+            tf.train.Checkpoint(model=model).restore(path).expect_partial() \
+                .assert_existing_objects_matched()
+        except AssertionError:
+            raise UserError(f"{path} does not hold the weights of the model in "
+                            f"{self.model_dir}/{HPARAMS_FILE}") from None
+        logger.info("restored %s", path)
+        return model
+
+    def translator(self, model=None, *, checkpoint_path=None, batch_size=32, **decoding):
+        """A Translator of `model` (default: restored from checkpoint_path or the latest
+        checkpoint) with the model_dir's decoding hparams changed by `decoding` (beam_size,
+        alpha, extra_length; None keeps a value)."""
+        changes = {name: value for name, value in decoding.items() if value is not None}
+        hparams = self.hparams.replace(**changes)
+        if model is None:
+            model = self.restored_model(checkpoint_path)
+        return Translator(model, self.vocabulary, hparams, batch_size)
+
     def prepare_data(self, generate=False, raw_dir=None):
         """Runs datagen when data is missing and the user asked, or the problem needs no download."""
         if self.problem.has_data(self.data_dir, "train") and self.problem.has_data(
@@ -118,9 +145,18 @@ class Runner:
         return trainer
 
     def train(self, train_steps, *, strategy=None, eval_every=1000, save_every=None,
-              eval_steps=None, decode_examples=1000, keep_checkpoints=20, log_every=100):
+              eval_steps=None, decode_examples=1000, decode_every=None, beam_size=1,
+              keep_best_by=None, keep_checkpoints=20, log_every=100):
         """Trains to `train_steps`, checkpointing and evaluating on dev along the way; returns
-        the final evaluation."""
+        the final evaluation.
+
+        Evaluations every `decode_every` updates (default: each one) and the final one also
+        decode `decode_examples` dev examples (greedy, or beam search when beam_size > 1) for
+        the problem's metrics. With keep_best_by, the checkpoint with the best value of that
+        metric so far is kept as the model_dir `best/`.
+        """
+        if keep_best_by:
+            self._check_metric_name(keep_best_by, decode_examples)
         trainer = self.trainer(strategy)
         replicas = trainer.strategy.num_replicas_in_sync
         logger.info("training %s with %s parameters on %d replica(s), step %d of %d",
@@ -134,11 +170,15 @@ class Runner:
         eval_writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "eval"))
 
         def evaluate(step):
-            metrics = self.evaluate(trainer, eval_steps=eval_steps, decode_examples=decode_examples)
+            decode = step == train_steps or not decode_every or step % decode_every == 0
+            metrics = self.evaluate(trainer, eval_steps=eval_steps, beam_size=beam_size,
+                                    decode_examples=decode_examples if decode else 0)
             logger.info("eval at step %d: %s", step, format_metrics(metrics))
             with eval_writer.as_default(step=step):
                 for name, value in metrics.items():
                     tf.summary.scalar(name, value)
+            if keep_best_by in metrics:
+                self._keep_if_best(trainer, step, keep_best_by, metrics[keep_best_by])
             return metrics
 
         def evaluate_before_the_end(step):
@@ -153,26 +193,51 @@ class Runner:
                       summary_dir=os.path.join(self.model_dir, "train"))
         return evaluate(trainer.step)
 
-    def evaluate(self, trainer, split="dev", eval_steps=None, decode_examples=1000):
-        """Teacher-forced loss and accuracy on `split`, plus the problem's metrics on greedy
-        decodes of its first `decode_examples` examples."""
+    def evaluate(self, trainer, split="dev", eval_steps=None, decode_examples=1000,
+                 beam_size=1):
+        """Teacher-forced loss and accuracy on `split`, plus the problem's metrics on the
+        translations of its first `decode_examples` examples (greedy when beam_size is 1),
+        decoded as the decoder would decode the detokenized source texts."""
         dataset = self.problem.dataset(split, self.data_dir, self.hparams, training=False)
         metrics = trainer.evaluate(dataset, eval_steps)
         if decode_examples:
-            metrics.update(self._decode_metrics(trainer.model, dataset, decode_examples))
+            sources, references = [], []
+            for features, targets in dataset:
+                sources += [self.vocabulary.decode(ids) for ids in features["inputs"].numpy()]
+                references += [self.vocabulary.decode(ids) for ids in targets.numpy()]
+                if len(references) >= decode_examples:
+                    break
+            translator = self.translator(trainer.model, beam_size=beam_size)
+            hypotheses = [t.text for t in translator.translate(sources[:decode_examples])]
+            metrics.update(self.problem.decode_metrics(hypotheses, references[:decode_examples]))
         return metrics
 
-    def _decode_metrics(self, model, dataset, max_examples):
-        search = tf.function(lambda inputs: greedy_search(model, inputs, self.hparams.extra_length),
-                             reduce_retracing=True)
-        hypotheses, references = [], []
-        for features, targets in dataset:
-            outputs = search(features["inputs"]).numpy()
-            hypotheses += [self.vocabulary.decode(ids) for ids in outputs]
-            references += [self.vocabulary.decode(ids) for ids in targets.numpy()]
-            if len(references) >= max_examples:
-                break
-        return self.problem.decode_metrics(hypotheses[:max_examples], references[:max_examples])
+    def _check_metric_name(self, name, decode_examples):
+        """Fails early on a --keep_best_by metric that evaluations will not produce."""
+        names = ["loss", "perplexity", "accuracy"]
+        if decode_examples:
+            names += list(self.problem.decode_metrics(["1"], ["1"]))
+        if name not in names:
+            raise UserError(f"--keep_best_by={name}: evaluations of {self.problem.name} report "
+                            f"{', '.join(names)}{did_you_mean(name, names)}")
+
+    def _keep_if_best(self, trainer, step, name, value):
+        """Saves trainer's checkpoint as the model_dir best/ if `value` of metric `name` beats
+        the one recorded there."""
+        best_dir = os.path.join(self.model_dir, BEST_DIR)
+        try:
+            with open(os.path.join(best_dir, "info.json"), encoding="utf-8") as f:
+                best = json.load(f)
+        except FileNotFoundError:
+            best = None
+        if best and best["metric"] == name:
+            sign = -1 if name in LOWER_IS_BETTER else 1
+            if sign * value <= sign * best["value"]:
+                return
+        save_model_dir(trainer.checkpoint, step, self.model_dir, best_dir,
+                       {"metric": name, "value": value, "step": step}, replace=True)
+        logger.info("best %s so far (%.4g): checkpoint of step %d kept in %s", name, value, step,
+                    best_dir)
 
 
 def _absolute(path):

@@ -26,7 +26,16 @@ def parse_args(argv):
     parser.add_argument("--eval_steps", type=int, default=None,
                         help="dev batches per evaluation (default: all)")
     parser.add_argument("--eval_decode_examples", type=int, default=1000,
-                        help="dev examples decoded for the problem's metrics (0: none)")
+                        help="dev examples decoded for the problem's metrics, e.g. BLEU (0: none)")
+    parser.add_argument("--eval_decode_every", type=int, default=None,
+                        help="decode at every evaluation that is a multiple of N updates "
+                        "(default: at every evaluation); a multiple of --eval_every")
+    parser.add_argument("--eval_beam_size", type=int, default=1,
+                        help="1: greedy decoding; more: beam search with the hparams' alpha "
+                        "and extra_length")
+    parser.add_argument("--keep_best_by",
+                        help="keep the checkpoint with the best value of this evaluation "
+                        "metric (e.g. bleu, sequence_accuracy, loss) as MODEL_DIR/best")
     parser.add_argument("--keep_checkpoints", type=int, default=20)
     parser.add_argument("--log_every", type=int, default=100)
     parser.add_argument("--strategy", default="auto",
@@ -40,11 +49,14 @@ def parse_args(argv):
     if not args.registry_help and not args.model_dir:
         parser.error("--model_dir is required")
     for flag in ("train_steps", "eval_every", "save_every", "eval_steps", "keep_checkpoints",
-                 "log_every", "eval_decode_examples"):
+                 "log_every", "eval_decode_examples", "eval_decode_every", "eval_beam_size"):
         value = getattr(args, flag)
         if value is not None and value < (0 if flag in ("eval_every", "eval_decode_examples")
                                           else 1):
             parser.error(f"--{flag} must be positive, got {value}")
+    if args.eval_decode_every and args.eval_every and args.eval_decode_every % args.eval_every:
+        parser.error(f"--eval_decode_every={args.eval_decode_every} must be a multiple of "
+                     f"--eval_every={args.eval_every}")
     return args
 
 
@@ -66,7 +78,9 @@ def main(argv):
     metrics = runner.train(
         args.train_steps, strategy=strategy, eval_every=args.eval_every,
         save_every=args.save_every, eval_steps=args.eval_steps,
-        decode_examples=args.eval_decode_examples, keep_checkpoints=args.keep_checkpoints,
+        decode_examples=args.eval_decode_examples, decode_every=args.eval_decode_every,
+        beam_size=args.eval_beam_size, keep_best_by=args.keep_best_by,
+        keep_checkpoints=args.keep_checkpoints,
         log_every=args.log_every)
     print(f"final evaluation at step {args.train_steps}: {format_metrics(metrics)}")
     return metrics

@@ -1,0 +1,177 @@
+"""Beam-search decoding throughput: t2t_lite (graph, XLA, uncached) vs HuggingFace MarianMTModel.
+
+Same architecture and random weights' shapes on both sides, a batch of 32 sources of 24 tokens
+(23 + EOS), beam 4, exactly 32 generated tokens (EOS is made impossible on both sides: HF's
+min_new_tokens, and a logits mask here), float32 on the CPU. Each configuration is warmed up
+once (tracing, XLA compilation) and then timed `--repeats` times, interleaved so that load from
+other processes falls on all of them alike; the median is reported, and the best run as a hint of
+what a quiet machine gives (the uncached decoder, which recomputes the whole decoder for every
+token, is timed once).
+
+    pip install -r benchmarks/requirements.txt
+    python benchmarks/decoding.py [--shapes small base] [--repeats 3] [--threads 2]
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+BATCH, SOURCE_LENGTH, OUTPUT_LENGTH, BEAM, VOCAB = 32, 24, 32, 4, 32000
+SHAPES = {
+    "small": dict(num_encoder_layers=3, num_decoder_layers=3, d_model=256, d_ff=1024,
+                  num_heads=4),
+    "base": dict(num_encoder_layers=6, num_decoder_layers=6, d_model=512, d_ff=2048,
+                 num_heads=8),
+}
+
+
+def no_eos_model(shape):
+    """A t2t_lite Transformer of `shape` with random weights that never ends a hypothesis
+    early, so that every run generates OUTPUT_LENGTH tokens."""
+    from keras import ops
+
+    from t2t_lite.config import HParams
+    from t2t_lite.model import Transformer
+    from t2t_lite.text import EOS_ID
+
+    class NoEosTransformer(Transformer):
+        def _logits(self, x):
+            logits = super()._logits(x)
+            return ops.where(ops.arange(ops.shape(logits)[-1]) == EOS_ID, -1e9, logits)
+
+    return NoEosTransformer(HParams(dropout=0.0, **SHAPES[shape]), VOCAB).create_variables()
+
+
+def t2t_lite_decoders(shape, sources, uncached):
+    import tensorflow as tf
+
+    from t2t_lite.decoding import search
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+    from reference_decoding import UncachedDecoder
+
+    model = no_eos_model(shape)
+    extra_length = OUTPUT_LENGTH - SOURCE_LENGTH  # the limit is input length + extra_length
+    inputs = tf.constant(sources)
+
+    def decoder(step_model, jit_compile):
+        function = tf.function(
+            lambda x: search(step_model, x, BEAM, 0.6, extra_length), jit_compile=jit_compile)
+        return lambda: function(inputs)[0].numpy()
+
+    decoders = {"t2t_lite": decoder(model, False), "t2t_lite XLA": decoder(model, True)}
+    if uncached:
+        decoders["t2t_lite uncached"] = decoder(UncachedDecoder(model), False)
+    return decoders
+
+
+def huggingface_decoder(shape, sources):
+    import torch
+    from transformers import MarianConfig, MarianMTModel
+
+    config = SHAPES[shape]
+    model = MarianMTModel(MarianConfig(
+        vocab_size=VOCAB, d_model=config["d_model"], encoder_layers=config["num_encoder_layers"],
+        decoder_layers=config["num_decoder_layers"], encoder_ffn_dim=config["d_ff"],
+        decoder_ffn_dim=config["d_ff"], encoder_attention_heads=config["num_heads"],
+        decoder_attention_heads=config["num_heads"], max_position_embeddings=512,
+        pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, forced_eos_token_id=None,
+        dropout=0.0)).eval()
+    input_ids = torch.tensor(sources, dtype=torch.long)
+
+    def decode():
+        with torch.inference_mode():
+            return model.generate(
+                input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
+                num_beams=BEAM, length_penalty=0.6, max_new_tokens=OUTPUT_LENGTH,
+                min_new_tokens=OUTPUT_LENGTH, do_sample=False).numpy()
+
+    return {"HF transformers": decode}
+
+
+def generated_tokens(name, outputs):
+    """The fewest tokens generated for a sentence (HF's outputs start with the decoder start
+    token, PAD; t2t_lite's are PAD-padded after EOS)."""
+    if name.startswith("HF"):
+        outputs = outputs[:, 1:]
+    return int((outputs > 1).sum(axis=1).min())
+
+
+def worker(framework, shape, threads, uncached):
+    """Serves timed decodes over stdin/stdout: one framework per process, so that TensorFlow's
+    and PyTorch's thread pools never compete."""
+    rng = np.random.default_rng(0)
+    sources = rng.integers(2, VOCAB, (BATCH, SOURCE_LENGTH)).astype("int32")
+    sources[:, -1] = 1  # EOS
+    if framework == "tf":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+        decoders = t2t_lite_decoders(shape, sources, uncached)
+    else:
+        import torch
+
+        torch.set_num_threads(threads)
+        decoders = huggingface_decoder(shape, sources)
+    for name, decode in decoders.items():  # warm-up: tracing, XLA compilation
+        length = generated_tokens(name, decode())
+        assert length == OUTPUT_LENGTH, (name, length)
+    print("\t".join(decoders), flush=True)
+    for name in sys.stdin:
+        start = time.perf_counter()
+        decoders[name.strip()]()
+        print(time.perf_counter() - start, flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--shapes", nargs="+", default=["small", "base"], choices=SHAPES)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no_uncached", action="store_true",
+                        help="skip the slow uncached decoder")
+    parser.add_argument("--worker", nargs=2, metavar=("FRAMEWORK", "SHAPE"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        return worker(*args.worker, args.threads, not args.no_uncached)
+
+    print(f"batch {BATCH} x {SOURCE_LENGTH} source tokens, beam {BEAM}, {OUTPUT_LENGTH} "
+          f"generated tokens, vocab {VOCAB}, {args.threads} threads, median of {args.repeats}")
+    print("| shape | decoder | sentences/s | tokens/s | seconds/batch | best seconds/batch |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for shape in args.shapes:
+        workers, times = {}, {}
+        for framework in ("tf", "torch"):
+            process = subprocess.Popen(
+                [sys.executable, __file__, "--worker", framework, shape,
+                 f"--threads={args.threads}"] + (["--no_uncached"] if args.no_uncached else []),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+            for name in process.stdout.readline().strip().split("\t"):
+                workers[name], times[name] = process, []
+        for repeat in range(args.repeats):
+            for name, process in workers.items():
+                if repeat and "uncached" in name:
+                    continue  # once is enough to show how slow it is
+                process.stdin.write(name + "\n")
+                process.stdin.flush()
+                times[name].append(float(process.stdout.readline()))
+        for process in set(workers.values()):
+            process.stdin.close()
+            process.wait()
+        for name, runs in times.items():
+            seconds = statistics.median(runs)
+            print(f"| {shape} | {name} | {BATCH / seconds:.1f} | "
+                  f"{BATCH * OUTPUT_LENGTH / seconds:.0f} | {seconds:.2f} | {min(runs):.2f} |",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()

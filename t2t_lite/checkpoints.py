@@ -1,0 +1,114 @@
+"""Checkpoints of a model_dir: finding them, averaging the last N, copying one to a new model_dir.
+
+The paper's reported models average the last 5 (base) or 20 (big) checkpoints. The results are
+written as complete model_dirs (checkpoint, hparams.json, problem.json), so that every command
+takes them as `--model_dir`; each is built under a temporary name and renamed when complete.
+"""
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from t2t_lite.errors import UserError
+from t2t_lite.files import write_text_atomically
+
+logger = logging.getLogger("t2t_lite")
+
+EXPERIMENT_FILES = ("hparams.json", "problem.json")
+
+
+def checkpoint_paths(model_dir):
+    """The checkpoints CheckpointManager kept in model_dir, oldest first."""
+    state = tf.train.get_checkpoint_state(model_dir)
+    return list(state.all_model_checkpoint_paths) if state else []
+
+
+def resolve_checkpoint(model_dir, checkpoint_path=None):
+    """The checkpoint to load: checkpoint_path (a checkpoint prefix or a directory holding
+    checkpoints), or else the latest in model_dir."""
+    if checkpoint_path:
+        if os.path.isdir(checkpoint_path):
+            path = tf.train.latest_checkpoint(checkpoint_path)
+            if not path:
+                raise UserError(f"--checkpoint_path {checkpoint_path} holds no checkpoint")
+            return path
+        if not tf.io.gfile.exists(checkpoint_path + ".index"):
+            raise UserError(f"--checkpoint_path {checkpoint_path} is not a checkpoint (no "
+                            f"{os.path.basename(checkpoint_path)}.index); `ls` the model_dir "
+                            "for ckpt-N names")
+        return checkpoint_path
+    path = tf.train.latest_checkpoint(model_dir)
+    if not path:
+        raise UserError(f"{model_dir} holds no checkpoint: train it with t2t-lite-trainer first")
+    return path
+
+
+def average_checkpoints(runner, num_checkpoints, output_dir):
+    """Writes to output_dir a model_dir whose model weights are the element-wise mean of the
+    last `num_checkpoints` of runner's model_dir; its step and optimizer state are the last
+    one's, so training could even continue from it. Returns the new checkpoint's path."""
+    from t2t_lite.training import Trainer
+
+    paths = checkpoint_paths(runner.model_dir)
+    if not paths:
+        raise UserError(f"{runner.model_dir} holds no checkpoint: train it with "
+                        "t2t-lite-trainer first")
+    if num_checkpoints > len(paths):
+        raise UserError(f"--n={num_checkpoints} but {runner.model_dir} keeps only {len(paths)} "
+                        "checkpoints (see the trainer's --keep_checkpoints)")
+    paths = paths[-num_checkpoints:]
+    check_new_dir(output_dir)
+    trainer = Trainer(runner.hparams, runner.vocabulary.size)
+    variables = [v for v in trainer.model.variables if "float" in str(v.dtype)]
+    sums = [np.zeros(v.shape, "float64") for v in variables]
+    for path in paths:  # the last restored stays: its step and optimizer state are kept
+        trainer.checkpoint.restore(path).assert_existing_objects_matched()
+        for total, variable in zip(sums, variables):
+            total += np.asarray(variable.numpy(), "float64")
+    for total, variable in zip(sums, variables):
+        variable.assign((total / len(paths)).astype(variable.dtype))
+    logger.info("averaged %d checkpoints: %s", len(paths), ", ".join(map(os.path.basename, paths)))
+    return save_model_dir(trainer.checkpoint, trainer.step, runner.model_dir, output_dir,
+                          {"averaged_checkpoints": paths})
+
+
+def check_new_dir(output_dir):
+    if os.path.isdir(output_dir) and os.listdir(output_dir):
+        raise UserError(f"{output_dir} already exists and is not empty: choose a new output "
+                        "directory or remove it")
+
+
+def save_model_dir(checkpoint, step, model_dir, output_dir, info, replace=False):
+    """Saves `checkpoint` at `step` as a new model_dir output_dir with model_dir's experiment
+    files and `info` in info.json; returns the checkpoint's path. The directory is built under
+    a temporary name and renamed, so output_dir is never half-written; an existing non-empty
+    output_dir is an error unless `replace`."""
+    output_dir = os.path.abspath(output_dir)
+    if not replace:
+        check_new_dir(output_dir)
+    parent = os.path.dirname(output_dir)
+    os.makedirs(parent, exist_ok=True)
+    temporary = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output_dir)}-")
+    try:
+        for name in EXPERIMENT_FILES:
+            shutil.copy(os.path.join(model_dir, name), temporary)
+        write_text_atomically(os.path.join(temporary, "info.json"),
+                              json.dumps(info, indent=2) + "\n")
+        saved = tf.train.CheckpointManager(checkpoint, temporary, max_to_keep=1).save(
+            checkpoint_number=step)
+        if os.path.isdir(output_dir):
+            old = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output_dir)}-old-")
+            os.replace(output_dir, old)
+            os.replace(temporary, output_dir)
+            shutil.rmtree(old)
+        else:
+            os.replace(temporary, output_dir)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    return os.path.join(output_dir, os.path.basename(saved))

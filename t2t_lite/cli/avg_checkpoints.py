@@ -1,0 +1,38 @@
+"""t2t-lite-avg-checkpoints: averages the last N checkpoints of a model_dir into a new model_dir.
+
+The paper averaged the last 5 checkpoints (written every 10 minutes) for its base models and the
+last 20 for its big ones.
+"""
+
+from t2t_lite import cli
+
+
+def parse_args(argv):
+    parser = cli.ArgumentParser(prog="t2t-lite-avg-checkpoints", description=__doc__)
+    parser.add_argument("--model_dir", required=True, help="a trained model_dir")
+    parser.add_argument("--n", type=int, default=5, help="how many of the latest checkpoints")
+    parser.add_argument("--output_dir", required=True,
+                        help="the new model_dir (must not exist, or be empty)")
+    parser.add_argument("--usr_dir", help="a Python module or package registering the problem "
+                        "the model was trained on, if it is not built in")
+    args = parser.parse_args(argv)
+    if args.n < 1:
+        parser.error(f"--n must be positive, got {args.n}")
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    from t2t_lite import registry
+    from t2t_lite.checkpoints import average_checkpoints
+    from t2t_lite.runner import Runner
+
+    if args.usr_dir:
+        registry.import_usr_dir(args.usr_dir)
+    path = average_checkpoints(Runner.from_model_dir(args.model_dir), args.n, args.output_dir)
+    print(f"wrote {path}")
+    return path
+
+
+def run():
+    cli.run(main)

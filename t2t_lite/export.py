@@ -1,0 +1,43 @@
+"""SavedModel export: raw strings in, translations and scores out, everything in the graph.
+
+Signatures:
+  serving_default(inputs: tf.string [batch]) -> {outputs: tf.string [batch],
+                                                 scores: float32 [batch]}
+  translate_ids(inputs: int32 [batch, length]) -> {outputs: int32 [batch, length'], scores}
+The second takes and returns token ids without EOS, PAD(0)-padded, for servers without the
+tokenizer's ops (a SentencePiece vocabulary needs `import tensorflow_text` before loading).
+Versions are numbered subdirectories of the export directory, the layout TensorFlow Serving
+watches.
+"""
+
+import os
+import shutil
+import tempfile
+import time
+
+import tensorflow as tf
+
+SIGNATURES = ("serving_default", "translate_ids")
+
+
+def export(translator, export_dir):
+    """Saves `translator` as a new version in export_dir; returns the version's path.
+
+    The version is the time in seconds (as tf.estimator did), and is written under a temporary
+    name and renamed, so a server never loads a half-written model.
+    """
+    os.makedirs(export_dir, exist_ok=True)
+    versions = [int(name) for name in os.listdir(export_dir) if name.isdigit()]
+    version = max([int(time.time())] + [v + 1 for v in versions])
+    path = os.path.join(export_dir, str(version))
+    temporary = tempfile.mkdtemp(dir=export_dir, prefix=".tmp-")
+    try:
+        tf.saved_model.save(translator, temporary, signatures={
+            "serving_default": translator.translate_strings,
+            "translate_ids": translator.translate_ids,
+        })
+        os.replace(temporary, path)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    return path

@@ -1,0 +1,120 @@
+"""Checkpoints: model-only restore, averaging, the best checkpoint kept by a metric."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite import cli
+from t2t_lite.checkpoints import average_checkpoints
+from t2t_lite.cli import avg_checkpoints
+from t2t_lite.runner import Runner
+from t2t_lite.training import create_model
+
+TINY = "num_encoder_layers=1,num_decoder_layers=1,d_model=16,d_ff=32,num_heads=2"
+
+
+def test_a_checkpoint_restores_every_weight_of_the_model_alone(tmp_path):
+    hparams = Runner.create_or_resume(str(tmp_path), "algorithmic_copy", "transformer_tiny",
+                                      TINY).hparams
+    saved = create_model(hparams, 12)
+    path = tf.train.Checkpoint(model=saved).save(str(tmp_path / "model"))
+    restored = create_model(hparams, 12)
+    tf.train.Checkpoint(model=restored).restore(path).assert_existing_objects_matched()
+    assert len(saved.weights) > 20
+    for a, b in zip(saved.weights, restored.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+@pytest.fixture
+def model_dir_with_checkpoints(tmp_path):
+    """A model_dir with 4 checkpoints whose weights are different random numbers."""
+    runner = Runner.create_or_resume(str(tmp_path / "model"), "algorithmic_copy",
+                                     "transformer_tiny", TINY)
+    trainer = runner.trainer()
+    manager = tf.train.CheckpointManager(trainer.checkpoint, runner.model_dir, max_to_keep=10)
+    rng = np.random.default_rng(0)
+    for step in (100, 200, 300, 400):
+        for variable in trainer.model.weights:
+            variable.assign(rng.normal(size=variable.shape).astype("float32"))
+        trainer.optimizer.iterations.assign(step)
+        manager.save(checkpoint_number=step)
+    return runner
+
+
+def checkpoint_values(path):
+    reader = tf.train.load_checkpoint(path)
+    return {key: reader.get_tensor(key) for key in reader.get_variable_to_shape_map()
+            if key.endswith("VARIABLE_VALUE") and not key.startswith("save_counter")}
+
+
+def is_model_weight(key):
+    """A checkpoint names each variable by its first path from the root: the model's weights
+    are under model/ or, found first, the optimizer's list of the variables it trains."""
+    return key.startswith(("model/", "optimizer/_trainable_variables/"))
+
+
+def test_averaged_weights_are_the_element_wise_mean(model_dir_with_checkpoints, tmp_path):
+    runner = model_dir_with_checkpoints
+    path = average_checkpoints(runner, 3, str(tmp_path / "averaged"))
+    averaged = checkpoint_values(path)
+    last_three = [checkpoint_values(f"{runner.model_dir}/ckpt-{step}")
+                  for step in (200, 300, 400)]
+    weights = [key for key in averaged if is_model_weight(key)]
+    assert len(weights) == len(runner.trainer().model.weights) > 10
+    for key, value in averaged.items():
+        # The optimizer's state and step are the last checkpoint's.
+        expected = (np.mean([c[key] for c in last_three], axis=0) if key in weights
+                    else last_three[-1][key])
+        np.testing.assert_allclose(value, expected, rtol=1e-6, atol=1e-7, err_msg=key)
+    # The result is a model_dir like any other, restorable by every command.
+    averaged_runner = Runner.from_model_dir(str(tmp_path / "averaged"))
+    assert averaged_runner.trainer().step == 400
+    model = averaged_runner.restored_model()
+    np.testing.assert_allclose(model.embedding.embeddings.numpy(),
+                               averaged["model/embedding/_embeddings/.ATTRIBUTES/VARIABLE_VALUE"])
+
+
+def run_avg(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.run(avg_checkpoints.main, argv)
+    return exit_info.value.code, capsys.readouterr().err
+
+
+def test_averaging_mistakes_are_one_line_errors(model_dir_with_checkpoints, tmp_path, capsys):
+    model_dir = model_dir_with_checkpoints.model_dir
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "file").write_text("x")
+    for argv, message in [
+        ([f"--model_dir={model_dir}", "--n=5", f"--output_dir={tmp_path}/a"],
+         "--n=5 but"),
+        ([f"--model_dir={model_dir}", "--n=2", f"--output_dir={tmp_path}/full"],
+         "already exists and is not empty"),
+        ([f"--model_dir={tmp_path}/none", f"--output_dir={tmp_path}/b"],
+         "is not a t2t_lite model_dir"),
+    ]:
+        code, err = run_avg(argv, capsys)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and message in err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_the_best_checkpoint_by_a_metric_is_kept(model_dir_with_checkpoints):
+    runner = model_dir_with_checkpoints
+    trainer = runner.trainer()
+    best_dir = f"{runner.model_dir}/best"
+    embeddings = {}
+    for step, accuracy in [(10, 0.5), (20, 0.4), (30, 0.7), (40, 0.7)]:
+        trainer.model.embedding.embeddings.assign(
+            np.full(trainer.model.embedding.embeddings.shape, step, "float32"))
+        embeddings[step] = trainer.model.embedding.embeddings.numpy()
+        runner._keep_if_best(trainer, step, "sequence_accuracy", accuracy)
+        with open(f"{best_dir}/info.json") as f:
+            info = json.load(f)
+        assert info["step"] == {10: 10, 20: 10, 30: 30, 40: 30}[step]
+    model = Runner.from_model_dir(best_dir).restored_model()
+    np.testing.assert_array_equal(model.embedding.embeddings.numpy(), embeddings[30])
+    runner._keep_if_best(trainer, 50, "loss", 2.0)  # another metric replaces the record
+    runner._keep_if_best(trainer, 60, "loss", 2.5)  # lower is better for the loss
+    with open(f"{best_dir}/info.json") as f:
+        assert json.load(f) == {"metric": "loss", "value": 2.0, "step": 50}

@@ -1,0 +1,119 @@
+"""The decoder command and the Translator behind it, on the trained reversal model."""
+
+import io
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from t2t_lite import cli
+from t2t_lite.cli import decoder
+
+SOURCES = ["1 2 3", "", "7 7 0 5 1 2", "4", "9 8 7 6 5 4 3 2", " ".join(["3"] * 80), "6 2"]
+
+
+@pytest.fixture(scope="module")
+def translator(trained_reverse):
+    runner = trained_reverse.runner
+    return runner.translator(batch_size=3)
+
+
+def reverse(text):
+    return " ".join(text.split()[::-1])
+
+
+def test_translations_keep_the_input_order_and_empty_lines(translator):
+    """Sorted into batches of similar length, returned in order; each equal to translating
+    the line alone."""
+    batched = translator.translate(SOURCES)
+    assert batched[1] == ("", 0.0)
+    # The model learned the task (mostly), so the order is checked on real translations.
+    assert sum(t.text == reverse(s) for t, s in zip(batched, SOURCES)) >= 4
+    alone = [translator.translate([source])[0] for source in SOURCES]
+    assert [t.text for t in batched] == [t.text for t in alone]
+    assert [t.score for t in batched] == pytest.approx([t.score for t in alone], rel=1e-5)
+
+
+def test_an_over_long_input_is_truncated_to_max_length(translator):
+    tokens = translator.vocabulary.encode(SOURCES[5])
+    assert translator.is_truncated(tokens) and translator.max_input_tokens == 63
+    assert translator.translate([SOURCES[5]]) == translator.translate(["3 " * 63])
+
+
+def run_decoder(argv, capsys):
+    code = 0
+    try:
+        cli.run(decoder.main, argv)
+    except SystemExit as exit_info:
+        code = exit_info.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def write_lines(path, lines):
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+def test_decoder_bleu_equals_sacrebleu_on_the_written_files(trained_reverse, translator, tmp_path,
+                                                            capsys):
+    references = [reverse(s) for s in SOURCES]
+    references[0], references[2] = "3 2", "2 1 5 0 7 7 7"  # so that BLEU is not 100
+    source = write_lines(tmp_path / "src.txt", SOURCES)
+    reference = write_lines(tmp_path / "ref.txt", references)
+    output = tmp_path / "out.txt"
+    for flags, sacrebleu_flags in [([], []), (["--bleu_tokenize=intl", "--bleu_lowercase"],
+                                              ["-tok", "intl", "-lc"])]:
+        code, out, _ = run_decoder([
+            f"--model_dir={trained_reverse.model_dir}", f"--decode_from_file={source}",
+            f"--decode_to_file={output}", f"--decode_reference={reference}",
+            "--batch_size=3"] + flags, capsys)
+        assert code == 0
+        written = output.read_text(encoding="utf-8").split("\n")
+        assert written == [t.text for t in translator.translate(SOURCES)] + [""]
+        score = float(re.search(r"BLEU = (\S+)", out).group(1))
+        expected = subprocess.run(
+            [sys.executable, "-m", "sacrebleu", reference, "-i", str(output), "-b", "-w", "2"]
+            + sacrebleu_flags, capture_output=True, text=True, check=True).stdout
+        assert 0 < score < 100 and score == float(expected)
+        assert ("tok:intl" in out and "case:lc" in out) == bool(flags)
+
+
+def test_decoder_reads_stdin_line_by_line(trained_reverse, translator, monkeypatch, capsys):
+    stdin = io.TextIOWrapper(io.BytesIO(b"1 2 3\n\xff\n7 x\n\n4 5\n"), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    code, out, err = run_decoder([f"--model_dir={trained_reverse.model_dir}"], capsys)
+    assert code == 0
+    expected = [t.text for t in translator.translate(["1 2 3", "", "4 5"])]
+    assert out.splitlines()[-3:] == expected and expected[1] == ""
+    assert "stdin line 2 is not valid UTF-8" in err and "stdin line 3: 'x' is not a symbol" in err
+
+
+@pytest.mark.parametrize("content, flags, message", [
+    (b"1 2\n3 \xe9 4\n", [], "line 2 is not valid UTF-8"),
+    (b"1 2\n3 4 z\n", [], "src.txt line 2: 'z' is not a symbol"),
+    (b"1 2\n3 4\n", ["--decode_reference=REF"], "has 1 lines but"),
+    (b"1 2\n", ["--decode_reference=MISSING"], "cannot read"),
+    (b"1 2\n", ["--checkpoint_path=MODEL/ckpt-1"], "is not a checkpoint"),
+    (b"1 2\n", ["--model_dir=EMPTY"], "holds no checkpoint"),
+    (b"1 2\n", ["--beam_size=0"], "hparam beam_size must be at least 1"),
+])
+def test_decoder_mistakes_are_one_line_errors(trained_reverse, tmp_path, capsys, content, flags,
+                                               message):
+    (tmp_path / "src.txt").write_bytes(content)
+    (tmp_path / "ref.txt").write_text("2 1\n")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for name in ("hparams.json", "problem.json"):
+        shutil.copy(f"{trained_reverse.model_dir}/{name}", empty)
+    replacements = {"REF": str(tmp_path / "ref.txt"), "MISSING": str(tmp_path / "missing.txt"),
+                    "MODEL": trained_reverse.model_dir, "EMPTY": str(empty)}
+    flags = [re.sub("|".join(replacements), lambda m: replacements[m.group(0)], f)
+             for f in flags]
+    code, _, err = run_decoder([f"--model_dir={trained_reverse.model_dir}",
+                                f"--decode_from_file={tmp_path / 'src.txt'}",
+                                f"--decode_to_file={tmp_path / 'out.txt'}"] + flags, capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
+    assert not (tmp_path / "out.txt").exists()

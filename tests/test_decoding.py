@@ -1,0 +1,168 @@
+"""Beam and greedy search against exhaustive search and slow uncached reference decoders."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras import ops
+
+from reference_decoding import (UncachedDecoder, as_sequence, exhaustive_search,
+                                reference_beam_search, reference_greedy_search, sequence_scores)
+from t2t_lite.config import HParams
+from t2t_lite.decoding import _top_k, beam_search, search
+from t2t_lite.model import Transformer
+from t2t_lite.text import EOS_ID, PAD_ID
+
+# The reference decoders score the empty prefix, whose self-attention has one position.
+pytestmark = pytest.mark.filterwarnings("ignore:You are using a softmax over axis -1")
+
+
+class RareEosTransformer(Transformer):
+    """Random weights with EOS made rarer, so that hypotheses grow over several steps."""
+
+    def _logits(self, x):
+        return super()._logits(x) - 3.0 * ops.cast(ops.arange(self.vocab_size) == EOS_ID,
+                                                   "float32")
+
+
+def random_model(vocab_size, seed=0, rare_eos=False):
+    keras.utils.set_random_seed(seed)
+    hparams = HParams(num_encoder_layers=1, num_decoder_layers=2, d_model=16, d_ff=32,
+                      num_heads=2, dropout=0.0)
+    return (RareEosTransformer if rare_eos else Transformer)(hparams,
+                                                             vocab_size).create_variables()
+
+
+def padded(rows):
+    """Rows of symbol ids -> EOS-terminated, PAD-padded int32 inputs."""
+    length = max(len(r) for r in rows) + 1
+    return np.array([list(r) + [EOS_ID] + [PAD_ID] * (length - len(r) - 1) for r in rows],
+                    "int32")
+
+
+def hypotheses(ids, scores):
+    """[K, T] ids and [K] scores of one example -> [(sequence, score)]."""
+    return [(as_sequence(row), float(score)) for row, score in zip(ids, scores)]
+
+
+def assert_same_hypotheses(actual, expected):
+    assert [s for s, _ in actual] == [s for s, _ in expected]
+    np.testing.assert_allclose([v for _, v in actual], [v for _, v in expected], rtol=1e-4,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_a_beam_wide_enough_finds_the_exhaustive_search_best(alpha):
+    """3 symbols, limits of 4 and 3 tokens: a 27-wide beam holds every prefix, so its finished
+    set must be the exact top 27 of all 3^4 + 40 possible hypotheses, in order."""
+    model = random_model(vocab_size=5)
+    inputs = padded([[2, 3], [4]])
+    ids, scores = beam_search(model, inputs, beam_size=27, alpha=alpha, extra_length=1)
+    for row in range(len(inputs)):
+        expected = exhaustive_search(model, inputs[row], alpha, extra_length=1, top=27)
+        assert_same_hypotheses(hypotheses(ids[row], scores[row]), expected)
+
+
+@pytest.mark.parametrize("alpha, vocab_size, extra_length", [(0.0, 7, 5), (0.6, 7, 5),
+                                                              (0.6, 3000, 2)])
+def test_narrow_beam_equals_the_plain_reference_beam_search(alpha, vocab_size, extra_length):
+    """Pruning, length limits and early stopping, on a batch whose examples differ in length;
+    a large vocabulary takes the two-stage top-k."""
+    model = random_model(vocab_size, seed=1, rare_eos=True)
+    inputs = padded([[2, 3, 4, 5], [6], [3, 3]])
+    ids, scores = beam_search(model, inputs, 3, alpha, extra_length)
+    for row in range(len(inputs)):
+        expected = reference_beam_search(model, inputs[row], 3, alpha, extra_length)
+        assert_same_hypotheses(hypotheses(ids[row], scores[row]), expected)
+
+
+@pytest.mark.parametrize("width", [3000, 32000, 32001])
+def test_two_stage_top_k_equals_top_k(width):
+    x = np.random.default_rng(width).normal(size=(5, width)).astype("float32")
+    values, indices = _top_k(x, 6)
+    expected_values, expected_indices = tf.math.top_k(x, 6)
+    np.testing.assert_array_equal(values, expected_values)
+    np.testing.assert_array_equal(indices, expected_indices)
+
+
+def test_finished_hypotheses_are_frozen_at_eos_and_scored_as_they_are():
+    model = random_model(vocab_size=6, seed=2)
+    inputs = padded([[2, 3, 4], [5, 2]])
+    ids, scores = (x.numpy() for x in beam_search(model, inputs, 4, 0.6, extra_length=6))
+    ended = 0
+    for row in range(len(inputs)):
+        for beam in ids[row]:
+            eos = np.flatnonzero(beam == EOS_ID)
+            if eos.size:
+                ended += 1
+                assert (beam[eos[0] + 1:] == PAD_ID).all()
+        recomputed = sequence_scores(model, inputs[row], [as_sequence(b) for b in ids[row]], 0.6)
+        np.testing.assert_allclose(scores[row], recomputed, rtol=1e-4)
+    assert ended >= 4  # the test saw hypotheses that ended before the limit
+
+
+def test_a_batch_gives_the_same_results_as_each_example_alone():
+    model = random_model(vocab_size=9, seed=3)
+    rows = [[2, 3, 4, 5, 6, 7], [8], [4, 4, 4], [5, 6]]
+    for beam_size in (1, 4):
+        batch_ids, batch_scores = search(model, padded(rows), beam_size, 0.6, extra_length=4)
+        for i, row in enumerate(rows):
+            ids, score = search(model, padded([row]), beam_size, 0.6, extra_length=4)
+            assert as_sequence(batch_ids[i]) == as_sequence(ids[0])
+            np.testing.assert_allclose(batch_scores[i], score[0], rtol=1e-5)
+
+
+def test_beam_size_one_is_greedy_search():
+    model = random_model(vocab_size=8, seed=4)
+    inputs = padded([[2, 3, 4], [7, 7], [5]])
+    ids, scores = search(model, inputs, beam_size=1, alpha=0.6, extra_length=6)
+    for row in range(len(inputs)):
+        expected = reference_greedy_search(model, inputs[row], 0.6, extra_length=6)
+        assert_same_hypotheses([(as_sequence(ids[row]), scores[row])], [expected])
+
+
+def test_search_compiles_with_xla_to_the_same_results():
+    model = random_model(vocab_size=9, seed=5, rare_eos=True)
+    inputs = padded([[2, 3, 4, 5], [8, 2]])
+    compiled = tf.function(lambda x: beam_search(model, x, 3, 0.6, 5), jit_compile=True)
+    eager_ids, eager_scores = beam_search(model, inputs, 3, 0.6, 5)
+    xla_ids, xla_scores = compiled(inputs)
+    np.testing.assert_array_equal(xla_ids, eager_ids)
+    np.testing.assert_allclose(xla_scores, eager_scores, rtol=1e-5)
+
+
+def dev_inputs(trained, count=12):
+    rng = np.random.default_rng(0)
+    vocabulary = trained.runner.vocabulary
+    rows = [[int(s) + 2 for s in rng.integers(0, vocabulary.num_symbols, rng.integers(1, 9))]
+            for _ in range(count)]
+    return padded(rows)
+
+
+@pytest.fixture(scope="module")
+def trained_model(trained_reverse):
+    return trained_reverse.runner.trainer().model
+
+
+def test_cached_and_uncached_decoding_agree_on_the_trained_model(trained_reverse, trained_model):
+    inputs = dev_inputs(trained_reverse)
+    extra_length = trained_reverse.runner.hparams.extra_length
+    uncached = tf.function(lambda x, k: search(UncachedDecoder(trained_model), x, k, 0.6,
+                                               extra_length))
+    for beam_size in (1, 4):
+        cached_ids, cached_scores = search(trained_model, inputs, beam_size, 0.6, extra_length)
+        uncached_ids, uncached_scores = uncached(inputs, beam_size)
+        np.testing.assert_array_equal(cached_ids, uncached_ids)
+        np.testing.assert_allclose(cached_scores, uncached_scores, rtol=1e-4)
+    # The model learned the task, so agreeing is not agreeing on noise.
+    reversed_ok = [as_sequence(ids)[:-1] == tuple(row[row > EOS_ID][::-1])
+                   for ids, row in zip(cached_ids, inputs)]
+    assert np.mean(reversed_ok) >= 0.9
+
+
+def test_beam_search_equals_the_reference_on_the_trained_model(trained_reverse, trained_model):
+    inputs = dev_inputs(trained_reverse, count=4)
+    ids, scores = beam_search(trained_model, inputs, 4, 0.6, extra_length=10)
+    for row in range(len(inputs)):
+        expected = reference_beam_search(trained_model, inputs[row], 4, 0.6, extra_length=10)
+        assert_same_hypotheses(hypotheses(ids[row], scores[row]), expected)

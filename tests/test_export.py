@@ -1,0 +1,58 @@
+"""The exported SavedModel, loaded in a separate Python process, translates as in-process."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from t2t_lite import cli
+from t2t_lite.cli import exporter
+
+INPUTS = ["1 2 3", "", "9 8 7 6 5 4 3 2", " ".join(["4"] * 100), "0", "5 5 1"]
+
+LOAD_AND_TRANSLATE = """
+import json, sys
+import tensorflow as tf
+model = tf.saved_model.load(sys.argv[1])
+texts = json.loads(sys.argv[2])
+strings = model.signatures["serving_default"](inputs=tf.constant(texts))
+ids = model.signatures["translate_ids"](inputs=tf.constant(json.loads(sys.argv[3]), tf.int32))
+print(json.dumps({
+    "outputs": [s.decode("utf-8") for s in strings["outputs"].numpy()],
+    "scores": strings["scores"].numpy().tolist(),
+    "ids": ids["outputs"].numpy().tolist(), "id_scores": ids["scores"].numpy().tolist()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def exported(trained_reverse, tmp_path_factory):
+    export_dir = tmp_path_factory.mktemp("export")
+    cli.run(exporter.main, [f"--model_dir={trained_reverse.model_dir}",
+                            f"--export_dir={export_dir}"])
+    (version,) = [p for p in export_dir.iterdir() if p.name.isdigit()]
+    return str(version)
+
+
+def test_the_exported_model_translates_exactly_as_in_process(trained_reverse, exported):
+    runner = trained_reverse.runner
+    translator = runner.translator()
+    expected = translator.translate(INPUTS)
+    token_lists = [runner.vocabulary.encode(text) for text in INPUTS]
+    ids = np.zeros((len(INPUTS), max(map(len, token_lists))), "int32")
+    for row, tokens in zip(ids, token_lists):
+        row[: len(tokens)] = tokens
+    result = subprocess.run([sys.executable, "-c", LOAD_AND_TRANSLATE, exported,
+                             json.dumps(INPUTS), json.dumps(ids.tolist())],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    served = json.loads(result.stdout.splitlines()[-1])
+
+    assert served["outputs"] == [t.text for t in expected]
+    np.testing.assert_allclose(served["scores"], [t.score for t in expected], rtol=1e-5)
+    assert served["outputs"][1] == "" and served["scores"][1] == 0.0
+    reversals = [" ".join(text.split()[::-1]) for text in INPUTS]
+    assert sum(a == b for a, b in zip(served["outputs"], reversals)) >= 4  # real translations
+    assert [runner.vocabulary.decode(row) for row in served["ids"]] == served["outputs"]
+    np.testing.assert_allclose(served["id_scores"], served["scores"], rtol=1e-6)
