@@ -41,6 +41,7 @@ def run(main, argv=None):
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
     logger = logging.getLogger("t2t_lite")
+    saved = logger.level, logger.propagate
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False
@@ -52,3 +53,5 @@ def run(main, argv=None):
         sys.exit(2)
     finally:
         logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
