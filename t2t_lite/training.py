@@ -4,8 +4,12 @@ The loop is written on tf.distribute rather than `Model.fit` because the paper's
 over *all* target tokens of a step, across replicas and accumulated micro-batches; each replica
 therefore sums its token losses, and gradients are divided by the all-reduced token count before
 the optimizer's all-reduce. Keras's own `gradient_accumulation_steps` fails under MirroredStrategy
-(a merge_call inside a cond); here the micro-batches of one update are unrolled in one replica
-function, which works under every strategy.
+(a merge_call inside a cond); here the micro-batches of one update are unrolled, one after the
+other, in one replica function, which works under every strategy.
+
+Each replica reads its own input pipeline through a plain tf.data iterator rather than
+tf.distribute's (which cannot be checkpointed), so that a checkpoint holds the position in the
+data and a resumed run continues exactly where the interrupted one stopped.
 """
 
 import contextlib
@@ -129,10 +133,25 @@ class TrainingDiverged(UserError):
     """The loss became NaN or infinite."""
 
 
-class Trainer:
-    """Owns the model, optimizer and checkpoint of one run under one tf.distribute strategy."""
+def worker_index(strategy):
+    """(index of this worker, number of workers): (0, 1) unless multi-worker."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return 0, 1
+    cluster = resolver.cluster_spec().as_dict()
+    chiefs = len(cluster.get("chief", ()))
+    offset = chiefs if resolver.task_type == "worker" else 0
+    return offset + resolver.task_id, chiefs + len(cluster.get("worker", ()))
 
-    def __init__(self, hparams, vocab_size, strategy=None):
+
+class Trainer:
+    """Owns the model, optimizer and checkpoint of one run under one tf.distribute strategy.
+
+    With jit_compile, each micro-batch's forward and backward pass is compiled by XLA (the
+    all-reduce and the optimizer update stay outside, so it works under every strategy).
+    """
+
+    def __init__(self, hparams, vocab_size, strategy=None, jit_compile=False):
         self.hparams = hparams
         self.strategy = strategy or tf.distribute.get_strategy()
         with self.strategy.scope():
@@ -140,6 +159,8 @@ class Trainer:
             self.optimizer = create_optimizer(hparams)
             self.optimizer.build(self.model.trainable_variables)
         self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+        self._gradients = (tf.function(self._micro_batch_gradients, jit_compile=True)
+                           if jit_compile else self._micro_batch_gradients)
         self._train_step = None
         self._eval_step = None
 
@@ -151,16 +172,24 @@ class Trainer:
     def learning_rate(self):
         return float(self.optimizer.learning_rate.numpy())
 
+    def _micro_batch_gradients(self, features, labels):
+        """Gradients of one micro-batch's summed (loss-scaled) loss, and its statistics."""
+        variables = self.model.trainable_variables
+        with tf.GradientTape() as tape:
+            logits = self.model(features, training=True)
+            stats = batch_statistics(logits, features, labels, self.hparams.label_smoothing)
+            scaled_loss = self.optimizer.scale_loss(stats["loss"])
+        return [tf.convert_to_tensor(g) for g in tape.gradient(scaled_loss, variables)], stats
+
     def _replica_step(self, batches):
         variables = self.model.trainable_variables
-        gradients, sums = None, None
+        gradients, sums = [], None
         for features, labels in batches:
-            with tf.GradientTape() as tape:
-                logits = self.model(features, training=True)
-                stats = batch_statistics(logits, features, labels, self.hparams.label_smoothing)
-                scaled_loss = self.optimizer.scale_loss(stats["loss"])
-            step_gradients = [tf.convert_to_tensor(g) for g in tape.gradient(scaled_loss, variables)]
-            if gradients is None:
+            # One micro-batch after the other, so that memory holds one micro-batch's
+            # activations, not all of them.
+            with tf.control_dependencies(gradients):
+                step_gradients, stats = self._gradients(features, labels)
+            if sums is None:
                 gradients, sums = step_gradients, stats
             else:
                 gradients = [a + b for a, b in zip(gradients, step_gradients)]
@@ -182,21 +211,37 @@ class Trainer:
         scale = tf.minimum(1.0, self.hparams.clip_grad_norm / norm)
         return [g * scale for g in gradients]
 
-    def train_step(self, iterator):
-        """One optimizer update from `accumulate_steps` batches per replica; returns the sums."""
+    def train_step(self, iterators):
+        """One optimizer update from `accumulate_steps` batches of each replica's iterator (see
+        `distribute`); returns the statistics summed over replicas and micro-batches."""
         if self._train_step is None:
             @tf.function
-            def step(iterator):
-                batches = [next(iterator) for _ in range(self.hparams.accumulate_steps)]
-                sums = self.strategy.run(self._replica_step, args=(batches,))
+            def step(iterators):
+                batches = [[next(iterator) for _ in range(self.hparams.accumulate_steps)]
+                           for iterator in iterators]
+                per_replica = self.strategy.experimental_distribute_values_from_function(
+                    lambda context: batches[context.replica_id_in_sync_group % len(batches)])
+                sums = self.strategy.run(self._replica_step, args=(per_replica,))
                 return self.strategy.experimental_local_results(sums)[0]
 
             self._train_step = step
-        return {k: float(v) for k, v in self._train_step(iterator).items()}
+        return {k: float(v) for k, v in self._train_step(iterators).items()}
 
     def distribute(self, dataset_fn):
-        """An iterator over `dataset_fn(input_context)` fed to every replica."""
-        return iter(self.strategy.distribute_datasets_from_function(dataset_fn))
+        """One iterator per local replica over `dataset_fn(input_context)`, where the context
+        names the replica's share of the data among all replicas of all workers."""
+        replicas = self.strategy.num_replicas_in_sync
+        index, workers = worker_index(self.strategy)
+        local = replicas // workers
+        return [iter(dataset_fn(tf.distribute.InputContext(replicas, index * local + i, replicas)))
+                for i in range(local)]
+
+    def _random_state(self, iterators):
+        """The data iterators, keyed by the number of replicas whose shares they read, and the
+        dropout seeds: what a resumed run needs to continue exactly as an uninterrupted one."""
+        seeds = [v.value for v in self.model.variables if "seed_generator_state" in v.path]
+        return {"dropout_seeds": seeds,
+                f"data_of_{self.strategy.num_replicas_in_sync}_replicas": iterators}
 
     def evaluate(self, dataset, max_batches=None):
         """Loss, perplexity, token accuracy and padding over `dataset` (all of it by default)."""
@@ -215,25 +260,39 @@ class Trainer:
             raise UserError("the evaluation data set is empty")
         return summarize(sums)
 
-    def train(self, dataset_fn, train_steps, *, checkpoints=None, save_every=1000, log_every=100,
-              periodic=(), summary_dir=None):
+    def train(self, dataset_fn, train_steps, *, checkpoint_dir=None, keep_checkpoints=20,
+              resume_from=None, save_every=1000, log_every=100, periodic=(), summary_dir=None):
         """Runs updates until `train_steps` have been applied in total (resumed runs included).
 
-        Saves a checkpoint every `save_every` updates and at the end, and calls each
-        `fn(step)` of `periodic` (every, fn) pairs every `every` updates. Stops with
-        TrainingDiverged on a non-finite loss without saving, so the last checkpoint is the
-        last good one.
+        Continues the data where the checkpoint `resume_from` left it (when it holds the data of
+        as many replicas), saves a checkpoint in checkpoint_dir every `save_every` updates and
+        at the end, and calls each `fn(step)` of `periodic` (every, fn) pairs every `every`
+        updates. Stops with TrainingDiverged on a non-finite loss without saving, so the last
+        checkpoint is the last good one.
         """
-        iterator = self.distribute(dataset_fn)
+        iterators = self.distribute(dataset_fn)
+        random_state = self._random_state(iterators)
+        if resume_from:
+            saved = {name.split("/")[0] for name, _ in tf.train.list_variables(resume_from)}
+            if not set(random_state) <= saved:
+                logger.info("%s holds no data position for %d replica(s): the data starts "
+                            "afresh", resume_from, self.strategy.num_replicas_in_sync)
+            tf.train.Checkpoint(**random_state).restore(resume_from).expect_partial()
+        state = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, **random_state)
+        checkpoints = (tf.train.CheckpointManager(state, checkpoint_dir, keep_checkpoints)
+                       if checkpoint_dir else None)
         writer = tf.summary.create_file_writer(summary_dir) if summary_dir else None
         progress = _Progress(self.step, train_steps)
         while self.step < train_steps:
-            sums = self.train_step(iterator)
+            previous_step = self.step
+            sums = self.train_step(iterators)
             step = self.step
             if not math.isfinite(sums["loss"]):
                 raise TrainingDiverged(
                     f"the loss became {sums['loss']} at step {step}; the last good checkpoint "
                     "is kept. Lower learning_rate or raise warmup_steps with --hparams")
+            if step == previous_step:  # float16 gradients overflowed: the loss scale shrank
+                continue
             progress.add(sums)
             if step % log_every == 0 or step == train_steps:
                 metrics = progress.report(step, self.learning_rate())
@@ -248,6 +307,7 @@ class Trainer:
                     if every and step % every == 0:
                         fn(step)
         return self.step
+
 
 
 class _Progress:
