@@ -1,7 +1,12 @@
-"""File writes that an interruption cannot leave half-done."""
+"""File writes that an interruption cannot leave half-done, and a lock against a second writer."""
 
+import contextlib
+import fcntl
 import os
+import socket
 import tempfile
+
+from t2t_lite.errors import UserError
 
 
 def write_bytes_atomically(path, data):
@@ -20,3 +25,26 @@ def write_bytes_atomically(path, data):
 
 def write_text_atomically(path, text):
     write_bytes_atomically(path, text.encode("utf-8"))
+
+
+@contextlib.contextmanager
+def exclusive_lock(path, what):
+    """Holds an advisory lock on `path` (created if missing) for the block, or fails at once
+    with a UserError naming `what` is busy. The kernel drops the lock when its process dies,
+    even by SIGKILL, so a killed run never leaves a stale lock behind."""
+    handle = open(path, "a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise UserError(f"{what} is in use by {holder} (lock {path}): wait for it to end or "
+                        "stop it, or use another directory") from None
+    try:
+        handle.truncate(0)
+        handle.write(f"process {os.getpid()} on {socket.gethostname()}\n")
+        handle.flush()
+        yield
+    finally:
+        handle.close()

@@ -4,18 +4,22 @@ A model_dir remembers how it was made in hparams.json and problem.json, so resum
 exporting never need those flags again, and a flag that contradicts them is refused.
 """
 
+import contextlib
 import json
 import logging
 import os
+import shutil
+import tempfile
 
+import keras
 import tensorflow as tf
 
 from t2t_lite import registry
 from t2t_lite.checkpoints import resolve_checkpoint, save_model_dir
 from t2t_lite.config import HParams
 from t2t_lite.errors import UserError, did_you_mean
-from t2t_lite.files import write_text_atomically
-from t2t_lite.training import Trainer, create_model
+from t2t_lite.files import exclusive_lock, write_text_atomically
+from t2t_lite.training import Trainer, create_model, worker_index
 from t2t_lite.translator import Translator
 
 logger = logging.getLogger("t2t_lite")
@@ -129,13 +133,14 @@ class Runner:
         logger.info("generating data for %s in %s", self.problem.name, self.data_dir)
         self.problem.generate_data(self.data_dir, raw_dir)
 
-    def trainer(self, strategy=None):
+    def trainer(self, strategy=None, jit_compile=False):
         """A Trainer restored from the latest checkpoint in model_dir, if any."""
-        trainer = Trainer(self.hparams, self.vocabulary.size, strategy)
+        trainer = Trainer(self.hparams, self.vocabulary.size, strategy, jit_compile)
         latest = tf.train.latest_checkpoint(self.model_dir)
         if latest:
             try:
-                trainer.checkpoint.restore(latest).assert_existing_objects_matched()
+                trainer.checkpoint.restore(latest).expect_partial() \
+                    .assert_existing_objects_matched()
             except ValueError as error:  # e.g. the embeddings of another vocabulary size
                 raise UserError(
                     f"{latest} does not fit a model for the {self.vocabulary.size}-piece "
@@ -144,54 +149,70 @@ class Runner:
             logger.info("restored %s (step %d)", latest, trainer.step)
         return trainer
 
-    def train(self, train_steps, *, strategy=None, eval_every=1000, save_every=None,
-              eval_steps=None, decode_examples=1000, decode_every=None, beam_size=1,
-              keep_best_by=None, keep_checkpoints=20, log_every=100):
+    def train(self, train_steps, *, strategy=None, trainer=None, jit_compile=False, seed=None,
+              eval_every=1000, save_every=None, eval_steps=None, decode_examples=1000,
+              decode_every=None, beam_size=1, keep_best_by=None, keep_checkpoints=20,
+              log_every=100):
         """Trains to `train_steps`, checkpointing and evaluating on dev along the way; returns
         the final evaluation.
 
-        Evaluations every `decode_every` updates (default: each one) and the final one also
-        decode `decode_examples` dev examples (greedy, or beam search when beam_size > 1) for
-        the problem's metrics. With keep_best_by, the checkpoint with the best value of that
-        metric so far is kept as the model_dir `best/`.
+        Resumes from the latest checkpoint in model_dir, data position included. Evaluations
+        every `decode_every` updates (default: each one) and the final one also decode
+        `decode_examples` dev examples (greedy, or beam search when beam_size > 1) for the
+        problem's metrics. With keep_best_by, the checkpoint with the best value of that metric
+        so far is kept as the model_dir `best/`. `seed` makes initialization, dropout and the
+        order of the data repeatable. Under MultiWorkerMirroredStrategy every worker runs this;
+        only the chief writes into model_dir (the others write into a temporary directory).
         """
         if keep_best_by:
             self._check_metric_name(keep_best_by, decode_examples)
-        trainer = self.trainer(strategy)
-        replicas = trainer.strategy.num_replicas_in_sync
-        logger.info("training %s with %s parameters on %d replica(s), step %d of %d",
-                    self.problem.name, f"{trainer.model.count_params():,}", replicas,
-                    trainer.step, train_steps)
+        strategy = trainer.strategy if trainer else strategy or tf.distribute.get_strategy()
+        with self._lock(strategy), _write_dir(self.model_dir, strategy) as write_dir:
+            resume_from = tf.train.latest_checkpoint(self.model_dir)
+            if trainer is None:
+                if seed is not None:
+                    keras.utils.set_random_seed(seed)
+                trainer = self.trainer(strategy, jit_compile)
+            logger.info("training %s with %s parameters on %d replica(s), step %d of %d",
+                        self.problem.name, f"{trainer.model.count_params():,}",
+                        strategy.num_replicas_in_sync, trainer.step, train_steps)
 
-        def dataset_fn(input_context):
-            return self.problem.dataset("train", self.data_dir, self.hparams, training=True,
-                                        input_context=input_context)
+            def dataset_fn(input_context):
+                return self.problem.dataset("train", self.data_dir, self.hparams, training=True,
+                                            input_context=input_context, seed=seed)
 
-        eval_writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "eval"))
+            eval_writer = tf.summary.create_file_writer(os.path.join(write_dir, "eval"))
 
-        def evaluate(step):
-            decode = step == train_steps or not decode_every or step % decode_every == 0
-            metrics = self.evaluate(trainer, eval_steps=eval_steps, beam_size=beam_size,
-                                    decode_examples=decode_examples if decode else 0)
-            logger.info("eval at step %d: %s", step, format_metrics(metrics))
-            with eval_writer.as_default(step=step):
-                for name, value in metrics.items():
-                    tf.summary.scalar(name, value)
-            if keep_best_by in metrics:
-                self._keep_if_best(trainer, step, keep_best_by, metrics[keep_best_by])
-            return metrics
+            def evaluate(step):
+                decode = step == train_steps or not decode_every or step % decode_every == 0
+                metrics = self.evaluate(trainer, eval_steps=eval_steps, beam_size=beam_size,
+                                        decode_examples=decode_examples if decode else 0)
+                logger.info("eval at step %d: %s", step, format_metrics(metrics))
+                with eval_writer.as_default(step=step):
+                    for name, value in metrics.items():
+                        tf.summary.scalar(name, value)
+                if keep_best_by in metrics:
+                    self._keep_if_best(trainer, os.path.join(write_dir, BEST_DIR), step,
+                                       keep_best_by, metrics[keep_best_by])
+                return metrics
 
-        def evaluate_before_the_end(step):
-            if step != train_steps:
-                evaluate(step)
+            def evaluate_before_the_end(step):
+                if step != train_steps:
+                    evaluate(step)
 
-        checkpoints = tf.train.CheckpointManager(trainer.checkpoint, self.model_dir,
-                                                 max_to_keep=keep_checkpoints)
-        trainer.train(dataset_fn, train_steps, checkpoints=checkpoints,
-                      save_every=save_every or eval_every or train_steps, log_every=log_every,
-                      periodic=[(eval_every, evaluate_before_the_end)],
-                      summary_dir=os.path.join(self.model_dir, "train"))
-        return evaluate(trainer.step)
+            trainer.train(dataset_fn, train_steps, checkpoint_dir=write_dir,
+                          keep_checkpoints=keep_checkpoints, resume_from=resume_from,
+                          save_every=save_every or eval_every or train_steps,
+                          log_every=log_every, periodic=[(eval_every, evaluate_before_the_end)],
+                          summary_dir=os.path.join(write_dir, "train"))
+            return evaluate(trainer.step)
+
+    def _lock(self, strategy):
+        """One trainer per model_dir (and per worker of a multi-worker run)."""
+        index, workers = worker_index(strategy)
+        name = ".trainer.lock" if workers == 1 else f".trainer-worker-{index}.lock"
+        os.makedirs(self.model_dir, exist_ok=True)
+        return exclusive_lock(os.path.join(self.model_dir, name), self.model_dir)
 
     def evaluate(self, trainer, split="dev", eval_steps=None, decode_examples=1000,
                  beam_size=1):
@@ -221,10 +242,9 @@ class Runner:
             raise UserError(f"--keep_best_by={name}: evaluations of {self.problem.name} report "
                             f"{', '.join(names)}{did_you_mean(name, names)}")
 
-    def _keep_if_best(self, trainer, step, name, value):
-        """Saves trainer's checkpoint as the model_dir best/ if `value` of metric `name` beats
-        the one recorded there."""
-        best_dir = os.path.join(self.model_dir, BEST_DIR)
+    def _keep_if_best(self, trainer, best_dir, step, name, value):
+        """Saves trainer's checkpoint as the model_dir best_dir if `value` of metric `name`
+        beats the one recorded there."""
         try:
             with open(os.path.join(best_dir, "info.json"), encoding="utf-8") as f:
                 best = json.load(f)
@@ -238,6 +258,20 @@ class Runner:
                        {"metric": name, "value": value, "step": step}, replace=True)
         logger.info("best %s so far (%.4g): checkpoint of step %d kept in %s", name, value, step,
                     best_dir)
+
+
+@contextlib.contextmanager
+def _write_dir(model_dir, strategy):
+    """model_dir on the chief; a temporary directory, removed at the end, on the other workers
+    of a multi-worker run, which must save alongside the chief but not over its files."""
+    if strategy.extended.should_checkpoint:
+        yield model_dir
+        return
+    temporary = tempfile.mkdtemp(prefix=f"t2t_lite-worker-{worker_index(strategy)[0]}-")
+    try:
+        yield temporary
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
 
 
 def _absolute(path):

@@ -41,6 +41,11 @@ def parse_args(argv):
     parser.add_argument("--strategy", default="auto",
                         choices=("auto", "default", "mirrored", "multi_worker"),
                         help="auto: multi_worker with TF_CONFIG, mirrored with several GPUs")
+    parser.add_argument("--jit_compile", action="store_true",
+                        help="compile each forward and backward pass with XLA (see "
+                        "benchmarks/RESULTS.md for when it pays)")
+    parser.add_argument("--random_seed", type=int, default=None,
+                        help="make initialization, dropout and the data order repeatable")
     parser.add_argument("--usr_dir", help="a Python module or package registering problems "
                         "or hparams sets")
     parser.add_argument("--registry_help", action="store_true",
@@ -76,7 +81,8 @@ def main(argv):
                                      args.hparams, args.data_dir)
     runner.prepare_data(generate=args.generate_data, raw_dir=args.raw_dir)
     metrics = runner.train(
-        args.train_steps, strategy=strategy, eval_every=args.eval_every,
+        args.train_steps, strategy=strategy, jit_compile=args.jit_compile,
+        seed=args.random_seed, eval_every=args.eval_every,
         save_every=args.save_every, eval_steps=args.eval_steps,
         decode_examples=args.eval_decode_examples, decode_every=args.eval_decode_every,
         beam_size=args.eval_beam_size, keep_best_by=args.keep_best_by,
