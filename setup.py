@@ -41,6 +41,7 @@ setuptools.setup(
             "t2t-lite-decoder=t2t_lite.cli.decoder:run",
             "t2t-lite-avg-checkpoints=t2t_lite.cli.avg_checkpoints:run",
             "t2t-lite-exporter=t2t_lite.cli.exporter:run",
+            "t2t-lite-make-tf-configs=t2t_lite.cli.make_tf_configs:run",
         ],
     },
 )
