@@ -61,9 +61,10 @@ def to_features_and_labels(batch):
 def read_examples(paths, *, shuffle, input_context=None, seed=None):
     """The parsed examples of the shards at `paths`, once: this input pipeline's share of them.
 
-    Under several input pipelines (MultiWorkerMirroredStrategy) each reads whole shards when
-    there are at least as many shards as pipelines; otherwise each reads every n-th example of
-    the shards, read in the same order everywhere so that the shares are disjoint and complete.
+    Under several input pipelines (one per replica, see Trainer.distribute) each reads whole
+    shards when there are at least as many shards as pipelines; otherwise each reads every n-th
+    example of the shards, read in the same order everywhere so that the shares are disjoint
+    and complete.
     """
     pipelines = input_context.num_input_pipelines if input_context else 1
     by_example = len(paths) < pipelines
