@@ -28,13 +28,11 @@ class TrainedModel:
         self.model_dir = runner.model_dir
 
 
-@pytest.fixture(scope="session")
-def trained_reverse(tmp_path_factory):
-    """transformer_tiny at d_model=64, trained by the trainer CLI for 800 steps on reversing
-    1-8 symbols (problem `test_short_reverse`); about a minute on 2 cores.
+def train_short_reverse(model_dir, overrides=""):
+    """transformer_tiny at d_model=64 (and `overrides`), trained by the trainer CLI for 800 steps
+    on reversing 1-8 symbols (problem `test_short_reverse`); about a minute on 2 cores.
 
-    Its metrics come from greedy decoding of 500 held-out dev sequences; test_training asserts it
-    learned. Reuse it wherever a trained model is needed.
+    Its metrics come from greedy decoding of 500 held-out dev sequences.
     """
     import keras
 
@@ -42,24 +40,37 @@ def trained_reverse(tmp_path_factory):
     from t2t_lite.runner import Runner
 
     keras.utils.set_random_seed(1234)  # session fixtures run before the per-test seeding
-    model_dir = str(tmp_path_factory.mktemp("trained_reverse"))
     metrics = trainer.main([
         "--problem=test_short_reverse", "--hparams_set=transformer_tiny",
-        "--hparams=d_model=64,d_ff=256,dropout=0.0,warmup_steps=100",
+        f"--hparams=d_model=64,d_ff=256,dropout=0.0,warmup_steps=100{overrides}",
         f"--model_dir={model_dir}",
         "--train_steps=800", "--eval_every=0", "--eval_decode_examples=500"])
     return TrainedModel(Runner.from_model_dir(model_dir), metrics)
 
 
-def _register_test_problems():
-    from t2t_lite.problems.algorithmic import AlgorithmicReverse
-    from t2t_lite.registry import register_problem
-
-    @register_problem(name="test_short_reverse")
-    class ShortReverse(AlgorithmicReverse):
-        max_sequence_length = 8
-        num_examples = {"train": 20_000, "dev": 500, "test": 500}
-        num_shards = {"train": 2, "dev": 1, "test": 1}
+@pytest.fixture(scope="session", name="train_short_reverse")
+def _train_short_reverse():
+    return train_short_reverse
 
 
-_register_test_problems()
+@pytest.fixture(scope="session")
+def short_reverse_data(tmp_path_factory):
+    """A data_dir holding test_short_reverse's shards."""
+    from t2t_lite.runner import Runner
+
+    path = str(tmp_path_factory.mktemp("short_reverse_data"))
+    Runner.create_or_resume(str(tmp_path_factory.mktemp("unused")), "test_short_reverse",
+                            "transformer_tiny", data_dir=path).prepare_data()
+    return path
+
+
+@pytest.fixture(scope="session")
+def trained_reverse(tmp_path_factory):
+    """The demo model in float32; test_training asserts it learned. Reuse it wherever a
+    trained model is needed."""
+    return train_short_reverse(str(tmp_path_factory.mktemp("trained_reverse")))
+
+
+from t2t_lite.registry import import_usr_dir  # noqa: E402
+
+import_usr_dir(os.path.join(os.path.dirname(__file__), "usr_problems.py"))  # test_short_reverse

@@ -108,13 +108,13 @@ def test_the_best_checkpoint_by_a_metric_is_kept(model_dir_with_checkpoints):
         trainer.model.embedding.embeddings.assign(
             np.full(trainer.model.embedding.embeddings.shape, step, "float32"))
         embeddings[step] = trainer.model.embedding.embeddings.numpy()
-        runner._keep_if_best(trainer, step, "sequence_accuracy", accuracy)
+        runner._keep_if_best(trainer, best_dir, step, "sequence_accuracy", accuracy)
         with open(f"{best_dir}/info.json") as f:
             info = json.load(f)
         assert info["step"] == {10: 10, 20: 10, 30: 30, 40: 30}[step]
     model = Runner.from_model_dir(best_dir).restored_model()
     np.testing.assert_array_equal(model.embedding.embeddings.numpy(), embeddings[30])
-    runner._keep_if_best(trainer, 50, "loss", 2.0)  # another metric replaces the record
-    runner._keep_if_best(trainer, 60, "loss", 2.5)  # lower is better for the loss
+    runner._keep_if_best(trainer, best_dir, 50, "loss", 2.0)  # another metric replaces the record
+    runner._keep_if_best(trainer, best_dir, 60, "loss", 2.5)  # lower is better for the loss
     with open(f"{best_dir}/info.json") as f:
         assert json.load(f) == {"metric": "loss", "value": 2.0, "step": 50}

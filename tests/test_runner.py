@@ -14,14 +14,6 @@ from t2t_lite.training import TransformerSchedule
 OVERRIDES = "d_model=32,d_ff=64,num_heads=4,batch_size=256,warmup_steps=10,learning_rate=0.5"
 
 
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("short_reverse_data"))
-    Runner.create_or_resume(str(tmp_path_factory.mktemp("unused")), "test_short_reverse",
-                            "transformer_tiny", data_dir=path).prepare_data()
-    return path
-
-
 def train(model_dir, data_dir, steps):
     runner = Runner.create_or_resume(model_dir, "test_short_reverse", "transformer_tiny",
                                      OVERRIDES, data_dir)
@@ -35,8 +27,9 @@ def scalars(directory, tag):
     return {e.step: float(tf.make_ndarray(e.tensor_proto)) for e in events.Tensors(tag)}
 
 
-def test_training_writes_the_papers_learning_rate_and_metrics_to_tensorboard(tmp_path, data_dir):
-    metrics = train(str(tmp_path), data_dir, 6)
+def test_training_writes_the_papers_learning_rate_and_metrics_to_tensorboard(
+        tmp_path, short_reverse_data):
+    metrics = train(str(tmp_path), short_reverse_data, 6)
     train_dir = str(tmp_path / "train")
     rates = scalars(train_dir, "learning_rate")
     assert sorted(rates) == [2, 4, 6]
@@ -49,7 +42,9 @@ def test_training_writes_the_papers_learning_rate_and_metrics_to_tensorboard(tmp
         6: pytest.approx(metrics["sequence_accuracy"])}
 
 
-def test_a_second_run_resumes_step_schedule_and_optimizer_state(tmp_path, data_dir, caplog):
+def test_a_second_run_resumes_step_schedule_and_optimizer_state(tmp_path, short_reverse_data,
+                                                                caplog):
+    data_dir = short_reverse_data
     model_dir = str(tmp_path)
     train(model_dir, data_dir, 3)
     saved = Runner.from_model_dir(model_dir).trainer()

@@ -82,49 +82,101 @@ def as_dataset(batches):
 
 
 def train_losses(trainer, batches, steps):
-    """Mean loss of each update, cycling through `batches`."""
-    iterator = trainer.distribute(lambda context: as_dataset(batches).repeat())
+    """Mean loss of each update; replica r reads batches r, r + R, r + 2R, ... cyclically."""
+    iterators = trainer.distribute(lambda context: as_dataset(batches).shard(
+        context.num_input_pipelines, context.input_pipeline_id).repeat())
     return [sums["loss"] / sums["tokens"]
-            for sums in (trainer.train_step(iterator) for _ in range(steps))]
+            for sums in (trainer.train_step(iterators) for _ in range(steps))]
 
 
-def test_mirrored_strategy_matches_one_device_on_the_same_global_batches():
-    steps = 6
-    per_replica = replica_batches(2)
+@pytest.mark.parametrize("replicas, accumulate_steps", [(2, 1), (1, 3), (2, 2)])
+def test_replicas_and_accumulation_match_one_device_on_the_same_global_batches(
+        replicas, accumulate_steps):
+    """R replicas x K accumulated micro-batches per update give the updates of one device
+    on the R * K micro-batches as one batch: same losses, weights and learning rates."""
+    updates, per_update = 2, replicas * accumulate_steps
+    micro_batches = replica_batches(updates, replicas=per_update)
     global_batches = [
-        (np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
-        for a, b in zip(per_replica[::2], per_replica[1::2])]
+        tuple(np.concatenate(part) for part in zip(*micro_batches[u * per_update:][:per_update]))
+        for u in range(updates)]
     single = Trainer(tiny_hparams(), VOCAB)
-    mirrored = Trainer(tiny_hparams(), VOCAB,
-                       tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
-    assert mirrored.strategy.num_replicas_in_sync == 2
-    mirrored.model.set_weights(single.model.get_weights())
+    strategy = (tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]) if replicas == 2
+                else tf.distribute.get_strategy())
+    distributed = Trainer(tiny_hparams(accumulate_steps=accumulate_steps), VOCAB, strategy)
+    assert distributed.strategy.num_replicas_in_sync == replicas
+    distributed.model.set_weights(single.model.get_weights())
 
+    steps = 6  # three passes over the data
     single_losses = train_losses(single, global_batches, steps)
-    mirrored_losses = train_losses(mirrored, per_replica, steps)
+    distributed_losses = train_losses(distributed, micro_batches, steps)
 
     assert single_losses[4] < single_losses[0] * 0.9  # same batch, after four updates
-    np.testing.assert_allclose(mirrored_losses, single_losses, rtol=1e-5)
-    for a, b in zip(single.model.get_weights(), mirrored.model.get_weights()):
+    np.testing.assert_allclose(distributed_losses, single_losses, rtol=1e-5)
+    for a, b in zip(single.model.get_weights(), distributed.model.get_weights()):
         np.testing.assert_allclose(a, b, atol=1e-4)
-    assert single.step == mirrored.step == steps
+    assert single.step == distributed.step == steps  # the schedule counts updates
+    assert single.learning_rate() == distributed.learning_rate()
+
+
+def test_xla_compiled_training_matches_graph_training():
+    batches = replica_batches(2, replicas=1)
+    graph = Trainer(tiny_hparams(), VOCAB)
+    xla = Trainer(tiny_hparams(accumulate_steps=2), VOCAB, jit_compile=True)
+    xla.model.set_weights(graph.model.get_weights())
+    graph_losses = train_losses(graph, [tuple(map(np.concatenate, zip(*batches)))], 4)
+    np.testing.assert_allclose(train_losses(xla, batches, 4), graph_losses, rtol=1e-4)
+    for a, b in zip(graph.model.get_weights(), xla.model.get_weights()):
+        np.testing.assert_allclose(a, b, atol=1e-4)
 
 
 def test_nan_loss_stops_training_without_saving(tmp_path):
     trainer = Trainer(tiny_hparams(), VOCAB)
     batches = replica_batches(3, replicas=1)
-    trainer.train(lambda c: as_dataset(batches).repeat(), 2,
-                  checkpoints=tf.train.CheckpointManager(trainer.checkpoint, tmp_path, 5),
+    trainer.train(lambda c: as_dataset(batches).repeat(), 2, checkpoint_dir=str(tmp_path),
                   save_every=2)
     for variable in trainer.model.trainable_variables[:1]:
         variable.assign(variable.numpy() * np.nan)
-    manager = tf.train.CheckpointManager(trainer.checkpoint, tmp_path, 5)
     with pytest.raises(TrainingDiverged, match="the loss became nan at step 3"):
-        trainer.train(lambda c: as_dataset(batches).repeat(), 4, checkpoints=manager, save_every=1)
-    assert manager.latest_checkpoint.endswith("ckpt-2")
+        trainer.train(lambda c: as_dataset(batches).repeat(), 4, checkpoint_dir=str(tmp_path),
+                      save_every=1)
+    assert tf.train.latest_checkpoint(tmp_path).endswith("ckpt-2")
 
 
 def test_the_demo_task_is_learned(trained_reverse):
     """Reversal of held-out sequences, decoded greedily, after 800 steps of the trainer CLI."""
     assert trained_reverse.metrics["sequence_accuracy"] >= 0.95
     assert trained_reverse.metrics["accuracy"] >= 0.98
+
+
+@pytest.mark.parametrize("precision", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_keeps_sensitive_parts_in_float32(precision):
+    """Variables, softmax logits, layer norms and positions stay float32; the outputs equal the
+    float32 model's with the same weights to half precision's accuracy."""
+    from t2t_lite.training import create_model
+
+    hparams = tiny_hparams()
+    exact = create_model(hparams, VOCAB)
+    mixed = create_model(hparams.replace(precision=precision), VOCAB)
+    mixed.set_weights(exact.get_weights())
+    assert mixed.compute_dtype == precision.split("_")[1]
+    assert {v.dtype for v in mixed.weights} == {"float32"}
+    assert mixed.position_encoding.compute_dtype == "float32"
+    features = {"inputs": replica_batches(1)[0][0], "targets": replica_batches(1)[0][1]}
+    logits = mixed(features)
+    assert logits.dtype == "float32"
+    # Relative to the logits' scale: float16 keeps 11 significant bits, bfloat16 8.
+    tolerance = {"mixed_float16": 1e-2, "mixed_bfloat16": 5e-2}[precision]
+    np.testing.assert_allclose(logits, exact(features), atol=tolerance * np.abs(logits).max())
+    large = np.tile(np.float32([1e3, -1e3]), 16)[None, None]  # squares overflow float16
+    normalized = mixed.encoder_layers[0].norms[0](large)
+    np.testing.assert_allclose(np.asarray(normalized, "float32"), large / 1e3, atol=1e-2)
+    assert isinstance(Trainer(hparams.replace(precision=precision), VOCAB).optimizer,
+                      keras.optimizers.LossScaleOptimizer) == (precision == "mixed_float16")
+
+
+@pytest.mark.parametrize("precision", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_learns_the_demo_task_as_float32_does(precision, train_short_reverse,
+                                                             tmp_path):
+    trained = train_short_reverse(str(tmp_path), f",precision={precision}")
+    assert trained.metrics["sequence_accuracy"] >= 0.95
+    assert trained.metrics["accuracy"] >= 0.98

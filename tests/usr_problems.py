@@ -1,0 +1,12 @@
+"""Problems for the tests, registered in-process by conftest and in trainer subprocesses by
+`--usr_dir=tests/usr_problems.py`."""
+
+from t2t_lite.problems.algorithmic import AlgorithmicReverse
+from t2t_lite.registry import register_problem
+
+
+@register_problem(name="test_short_reverse")
+class ShortReverse(AlgorithmicReverse):
+    max_sequence_length = 8
+    num_examples = {"train": 20_000, "dev": 500, "test": 500}
+    num_shards = {"train": 2, "dev": 1, "test": 1}
