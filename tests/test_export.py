@@ -56,3 +56,48 @@ def test_the_exported_model_translates_exactly_as_in_process(trained_reverse, ex
     assert sum(a == b for a, b in zip(served["outputs"], reversals)) >= 4  # real translations
     assert [runner.vocabulary.decode(row) for row in served["ids"]] == served["outputs"]
     np.testing.assert_allclose(served["id_scores"], served["scores"], rtol=1e-6)
+
+
+def test_a_sentencepiece_model_exports_with_its_tokenizer(tmp_path):
+    """Tokenization and detokenization by tf_text inside the SavedModel give the in-process
+    translations, in a process that only imports tensorflow_text before loading."""
+    import tensorflow as tf
+
+    from t2t_lite.cli import datagen
+    from t2t_lite.runner import Runner
+    from t2t_lite.text import EOS_ID
+
+    words = "über Straße Öl café naïve 東京 the house is small grün schnell".split()
+    for side in ("en", "de"):
+        lines = [" ".join(words[(i * 7 + k * (3 if side == "de" else 5)) % len(words)]
+                          for k in range(1 + i % 6)) for i in range(300)]
+        for split in ("train", "dev"):
+            (tmp_path / f"{split}.{side}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    data_dir, model_dir = str(tmp_path / "data"), str(tmp_path / "model")
+    datagen.main(["--problem=tiny_ende", f"--files_dir={tmp_path}", "--source_lang=en",
+                  "--target_lang=de", "--vocab_size=300", f"--data_dir={data_dir}"])
+    runner = Runner.create_or_resume(model_dir, "tiny_ende", "transformer_tiny",
+                                     "d_model=32,d_ff=64,extra_length=8", data_dir)
+    trainer = runner.trainer()
+    # A zero EOS embedding gives EOS a zero logit, below the best of the random others, so
+    # greedy search on this untrained model never stops early: its outputs are many pieces.
+    # (Beam search would stop at once: EOS first is as likely as any one more piece.)
+    embeddings = trainer.model.embedding.embeddings
+    embeddings.assign(embeddings.numpy() * (np.arange(len(embeddings.numpy())) != EOS_ID)[:, None])
+    tf.train.CheckpointManager(trainer.checkpoint, model_dir, 1).save()
+    export_dir = tmp_path / "export"
+    cli.run(exporter.main, [f"--model_dir={model_dir}", f"--export_dir={export_dir}",
+                            "--beam_size=1"])
+    (version,) = [p for p in export_dir.iterdir() if p.name.isdigit()]
+
+    inputs = ["Die Straße ist grün.", "", "東京 café über Öl", "naïve " * 40]
+    expected = runner.translator(beam_size=1).translate(inputs)
+    script = "import tensorflow_text\n" + LOAD_AND_TRANSLATE
+    result = subprocess.run([sys.executable, "-c", script, str(version), json.dumps(inputs),
+                             json.dumps([[3, 4, 5]])], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    served = json.loads(result.stdout.splitlines()[-1])
+    assert served["outputs"] == [t.text for t in expected]
+    np.testing.assert_allclose(served["scores"], [t.score for t in expected], rtol=1e-5)
+    assert served["outputs"][1] == ""  # an empty source
+    assert all(len(served["outputs"][i]) >= 8 for i in (0, 2, 3))  # pieces were detokenized
