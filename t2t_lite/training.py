@@ -218,7 +218,7 @@ class Trainer:
             @tf.function
             def step(iterators):
                 batches = [[next(iterator) for _ in range(self.hparams.accumulate_steps)]
-                           for iterator in iterators]
+                           for iterator in iterators.values()]
                 per_replica = self.strategy.experimental_distribute_values_from_function(
                     lambda context: batches[context.replica_id_in_sync_group % len(batches)])
                 sums = self.strategy.run(self._replica_step, args=(per_replica,))
@@ -228,20 +228,20 @@ class Trainer:
         return {k: float(v) for k, v in self._train_step(iterators).items()}
 
     def distribute(self, dataset_fn):
-        """One iterator per local replica over `dataset_fn(input_context)`, where the context
-        names the replica's share of the data among all replicas of all workers."""
+        """{"replica_R": iterator} over `dataset_fn(input_context)` for each local replica R,
+        where the context names the replica's share of the data among all replicas."""
         replicas = self.strategy.num_replicas_in_sync
         index, workers = worker_index(self.strategy)
         local = replicas // workers
-        return [iter(dataset_fn(tf.distribute.InputContext(replicas, index * local + i, replicas)))
-                for i in range(local)]
+        return {f"replica_{r}": iter(dataset_fn(tf.distribute.InputContext(replicas, r, replicas)))
+                for r in range(index * local, (index + 1) * local)}
 
     def _random_state(self, iterators):
-        """The data iterators, keyed by the number of replicas whose shares they read, and the
-        dropout seeds: what a resumed run needs to continue exactly as an uninterrupted one."""
+        """What a resumed run needs to continue exactly as an uninterrupted one: the dropout
+        seeds and each replica's data iterator, kept apart by the number of replicas sharing
+        the data (another number divides it otherwise)."""
         seeds = [v.value for v in self.model.variables if "seed_generator_state" in v.path]
-        return {"dropout_seeds": seeds,
-                f"data_of_{self.strategy.num_replicas_in_sync}_replicas": iterators}
+        return {"dropout_seeds": seeds, _data_key(self.strategy): iterators}
 
     def evaluate(self, dataset, max_batches=None):
         """Loss, perplexity, token accuracy and padding over `dataset` (all of it by default)."""
@@ -273,10 +273,13 @@ class Trainer:
         iterators = self.distribute(dataset_fn)
         random_state = self._random_state(iterators)
         if resume_from:
-            saved = {name.split("/")[0] for name, _ in tf.train.list_variables(resume_from)}
-            if not set(random_state) <= saved:
-                logger.info("%s holds no data position for %d replica(s): the data starts "
-                            "afresh", resume_from, self.strategy.num_replicas_in_sync)
+            # Only the chief saves: other workers of a multi-worker run restart their data.
+            saved = {"/".join(name.split("/")[:2])
+                     for name, _ in tf.train.list_variables(resume_from)}
+            missing = [r for r in iterators if f"{_data_key(self.strategy)}/{r}" not in saved]
+            if missing:
+                logger.info("%s holds no data position for %s: its data starts afresh",
+                            resume_from, ", ".join(missing))
             tf.train.Checkpoint(**random_state).restore(resume_from).expect_partial()
         state = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, **random_state)
         checkpoints = (tf.train.CheckpointManager(state, checkpoint_dir, keep_checkpoints)
@@ -308,6 +311,10 @@ class Trainer:
                         fn(step)
         return self.step
 
+
+
+def _data_key(strategy):
+    return f"data_of_{strategy.num_replicas_in_sync}_replicas"
 
 
 class _Progress:

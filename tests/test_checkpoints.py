@@ -21,7 +21,8 @@ def test_a_checkpoint_restores_every_weight_of_the_model_alone(tmp_path):
     saved = create_model(hparams, 12)
     path = tf.train.Checkpoint(model=saved).save(str(tmp_path / "model"))
     restored = create_model(hparams, 12)
-    tf.train.Checkpoint(model=restored).restore(path).assert_existing_objects_matched()
+    tf.train.Checkpoint(model=restored).restore(path).expect_partial() \
+        .assert_existing_objects_matched()
     assert len(saved.weights) > 20
     for a, b in zip(saved.weights, restored.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())

@@ -71,6 +71,7 @@ def test_decoder_bleu_equals_sacrebleu_on_the_written_files(trained_reverse, tra
             f"--decode_to_file={output}", f"--decode_reference={reference}",
             "--batch_size=3"] + flags, capsys)
         assert code == 0
+        assert f"{source} line 6 has 80 tokens: only its first 63 are translated" in out
         written = output.read_text(encoding="utf-8").split("\n")
         assert written == [t.text for t in translator.translate(SOURCES)] + [""]
         score = float(re.search(r"BLEU = (\S+)", out).group(1))

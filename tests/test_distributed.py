@@ -45,57 +45,78 @@ from t2t_lite.training import create_strategy
 
 logging.basicConfig(stream=sys.stdout, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
 logging.getLogger("t2t_lite").setLevel(logging.INFO)
-usr_problems, model_dir, data_dir, overrides, output = sys.argv[1:]
+usr_problems, model_dir, data_dir, overrides, steps, output = sys.argv[1:]
 import_usr_dir(usr_problems)
 strategy = create_strategy("auto")  # multi_worker, from TF_CONFIG
 runner = Runner.create_or_resume(model_dir, "test_short_reverse", "transformer_tiny", overrides,
                                  data_dir)
 trainer = runner.trainer(strategy)
-metrics = runner.train(30, trainer=trainer, seed=5, eval_every=0, save_every=10, eval_steps=2,
-                       decode_examples=0, log_every=5)
+metrics = runner.train(int(steps), trainer=trainer, seed=5, eval_every=0, save_every=10,
+                       eval_steps=2, decode_examples=0, log_every=5)
 np.savez(output, *trainer.model.get_weights())
 print(json.dumps({"replicas": strategy.num_replicas_in_sync, "metrics": metrics}))
 """
 
 
-def progress_losses(stdout):
-    return [float(m) for m in re.findall(r"^\S+ step \d+/\d+  loss (\S+)", stdout, re.M)]
-
-
-def test_two_workers_on_localhost_train_one_model(tmp_path, short_reverse_data):
-    """Real TF_CONFIG (from t2t-lite-make-tf-configs), real gRPC: both workers finish with
-    identical weights, the loss falls, and only the chief wrote into the model_dir."""
-    model_dir = str(tmp_path / "model")
+def run_workers(tmp_path, model_dir, data_dir, steps):
+    """Trains model_dir to `steps` updates with two workers on localhost, configured by
+    t2t-lite-make-tf-configs; returns each worker's (log, final metrics, weights)."""
     addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    outputs = [str(tmp_path / f"weights_{steps}_{i}.npz") for i in range(2)]
     workers = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, USR_PROBLEMS, model_dir, short_reverse_data, OVERRIDES,
-             str(tmp_path / f"weights_{i}.npz")],
+            [sys.executable, "-c", WORKER, USR_PROBLEMS, model_dir, data_dir, OVERRIDES,
+             str(steps), output],
             env={**environment(), "TF_CONFIG": config}, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True)
-        for i, config in enumerate(make_tf_configs.tf_configs(addresses))]
-    outputs = [worker.communicate(timeout=600) for worker in workers]
-    for worker, (stdout, stderr) in zip(workers, outputs):
+        for output, config in zip(outputs, make_tf_configs.tf_configs(addresses))]
+    results = []
+    for worker, output in zip(workers, outputs):
+        stdout, stderr = worker.communicate(timeout=600)
         assert worker.returncode == 0, stderr[-3000:] + stdout[-2000:]
-    results = [json.loads(stdout.splitlines()[-1]) for stdout, _ in outputs]
-    assert [r["replicas"] for r in results] == [2, 2]
+        result = json.loads(stdout.splitlines()[-1])
+        assert result["replicas"] == 2
+        weights = np.load(output)
+        results.append((stdout, result["metrics"], [weights[name] for name in weights.files]))
+    return results
 
-    chief, other = (np.load(tmp_path / f"weights_{i}.npz") for i in range(2))
-    assert len(chief.files) == len(other.files) > 10
-    for name in chief.files:
-        np.testing.assert_array_equal(chief[name], other[name])
-    assert results[0]["metrics"]["loss"] == results[1]["metrics"]["loss"]
-    for stdout, _ in outputs:  # each worker logs the loss of the global batch
-        losses = progress_losses(stdout)
-        assert len(losses) == 6 and losses[-1] < 0.9 * losses[0], stdout
 
-    assert sorted(p for p in os.listdir(model_dir) if p.startswith("ckpt-30")) == [
-        "ckpt-30.data-00000-of-00001", "ckpt-30.index"]
-    assert len(os.listdir(os.path.join(model_dir, "train"))) == 1  # the chief's event file
+def progress(stdout):
+    """(step, loss) of each progress line."""
+    return [(int(step), float(loss)) for step, loss in
+            re.findall(r"^\S+ step (\d+)/\d+  loss (\S+)", stdout, re.M)]
+
+
+def test_two_workers_on_localhost_train_and_resume_one_model(tmp_path, short_reverse_data):
+    """Real TF_CONFIG, real gRPC: both workers end with identical weights, the loss falls,
+    only the chief writes into the model_dir, and both resume from the chief's checkpoint."""
+    model_dir = str(tmp_path / "model")
+    first = run_workers(tmp_path, model_dir, short_reverse_data, 20)
+    second = run_workers(tmp_path, model_dir, short_reverse_data, 30)
+
+    for run, steps in ((first, [5, 10, 15, 20]), (second, [25, 30])):
+        (chief_log, chief_metrics, chief), (other_log, other_metrics, other) = run
+        assert len(chief) > 10 and len(chief) == len(other)
+        for a, b in zip(chief, other):
+            np.testing.assert_array_equal(a, b)
+        assert chief_metrics == other_metrics
+        assert [s for s, _ in progress(chief_log)] == [s for s, _ in progress(other_log)] == steps
+    for log, _, _ in second:
+        assert "(step 20)" in log  # restored from the chief's checkpoint
+    # Only the chief saved its data position; the other worker's data starts afresh.
+    assert "no data position" not in second[0][0]
+    assert "holds no data position for replica_1: its data starts afresh" in second[1][0]
+    losses = [loss for _, loss in progress(first[0][0]) + progress(second[0][0])]
+    assert losses[-1] < 0.9 * losses[0], losses
+
+    assert sorted(p for p in os.listdir(model_dir) if p.startswith("ckpt-")) == [
+        f"ckpt-{step}.{suffix}" for step in (10, 20, 30)
+        for suffix in ("data-00000-of-00001", "index")]
+    assert len(os.listdir(os.path.join(model_dir, "train"))) == 2  # the chief's, one per run
     restored = Runner.from_model_dir(model_dir).trainer()
     assert restored.step == 30
-    for variable, name in zip(restored.model.get_weights(), chief.files):
-        np.testing.assert_array_equal(variable, chief[name])
+    for variable, expected in zip(restored.model.get_weights(), second[0][2]):
+        np.testing.assert_array_equal(variable, expected)
 
 
 TRAINER = ["-c", "from t2t_lite.cli.trainer import run; run()", f"--usr_dir={USR_PROBLEMS}",

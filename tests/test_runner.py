@@ -62,6 +62,7 @@ def test_a_second_run_resumes_step_schedule_and_optimizer_state(tmp_path, short_
     resumed = Runner.from_model_dir(model_dir).trainer()
     assert resumed.step == 5
     assert resumed.learning_rate() == pytest.approx(float(TransformerSchedule(32, 10, 0.5)(5)))
-    resumed.checkpoint.restore(os.path.join(model_dir, "ckpt-3")).assert_existing_objects_matched()
+    resumed.checkpoint.restore(os.path.join(model_dir, "ckpt-3")).expect_partial() \
+        .assert_existing_objects_matched()
     for before, variable in zip(moments, resumed.optimizer.variables):
         np.testing.assert_array_equal(before, variable.numpy())

@@ -119,10 +119,13 @@ def test_the_trainer_learns_the_users_problem_from_its_data_dir(corpus, data_dir
         "--hparams=d_model=64,d_ff=256,dropout=0.0,learning_rate=0.5,warmup_steps=100,"
         "batch_size=1024",
         f"--model_dir={model_dir}", "--train_steps=250", "--eval_every=0",
-        "--eval_decode_examples=0"])
+        "--eval_decode_examples=100", "--keep_best_by=bleu"])
     # Words are single pieces drawn at random: without reading the source, a model could
     # predict little beyond where the sentence ends (EOS is 1 token in 7).
     assert metrics["accuracy"] > 0.75
+    assert metrics["bleu"] > 10  # sacreBLEU of greedy translations of 100 dev sentences
+    with open(os.path.join(model_dir, "best", "info.json"), encoding="utf-8") as f:
+        assert json.load(f) == {"metric": "bleu", "value": metrics["bleu"], "step": 250}
     resumed = Runner.from_model_dir(model_dir)  # later commands need only the model_dir
     assert resumed.problem.name == "my_ende" and resumed.vocabulary.size == VOCAB_SIZE
 
