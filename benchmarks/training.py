@@ -1,0 +1,326 @@
+"""Training throughput and MFU: t2t_lite's Trainer (graph, XLA) vs HuggingFace MarianMTModel.
+
+The same architecture on both sides, random weights, float32 on the CPU: one fixed batch of 128
+sequences x 32 source and 32 target tokens (all real, no padding), label smoothing 0.1, dropout
+0.1 (as in training), Adam (t2t_lite: its Trainer, the path of `t2t-lite-trainer`) against
+torch.optim.AdamW. Model FLOPs utilization (MFU) is the analytic matmul FLOPs of a step
+(`training_flops`) per second, over the peak float32 matmul throughput of each framework, so that
+it reads against both TensorFlow's and PyTorch's kernels. The matmuls are timed in every round
+alongside the training steps and the best round is the peak: on a shared machine a peak measured
+once can catch a loaded moment and make the MFU exceed 100%.
+
+Every configuration runs in its own worker process, so that thread pools never compete and each
+has its own peak RSS; each is warmed up (tracing, XLA compilation) and then timed `--repeats`
+times, interleaved so that load from other processes falls on all of them alike; the median is
+reported, and the best round as a hint of what a quiet machine gives. Workers run with
+OMP_WAIT_POLICY=PASSIVE unless it is set: PyTorch's OpenMP threads otherwise spin at every
+barrier, which on a shared 2-CPU machine made HF's steps 2-3x slower whenever another process
+took a core (TensorFlow's thread pool does not use OpenMP and is unaffected).
+
+    pip install -r benchmarks/requirements.txt
+    python benchmarks/training.py [--shapes small base] [--repeats 3] [--threads 2]
+"""
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+BATCH, SOURCE_LENGTH, TARGET_LENGTH = 128, 32, 32
+DROPOUT, LABEL_SMOOTHING = 0.1, 0.1
+SHAPES = {
+    "small": dict(num_encoder_layers=3, num_decoder_layers=3, d_model=256, d_ff=1024,
+                  num_heads=4),
+    "base": dict(num_encoder_layers=6, num_decoder_layers=6, d_model=512, d_ff=2048,
+                 num_heads=8),
+}
+VOCAB = {"small": 8000, "base": 32000}
+STEPS_PER_ROUND = {"small": 5, "base": 3}
+WARMUP_CALLS = 2
+TRAINERS = ("t2t_lite", "t2t_lite XLA", "HF transformers")
+# name -> (m, k, n, b transposed): a square reference, the FFN's first matmul and the tied output
+# projection as the models compute it, each over one base batch of 4096 tokens.
+MATMULS = {
+    "2048x2048 @ 2048x2048": (2048, 2048, 2048, False),
+    "4096x512 @ 512x2048": (4096, 512, 2048, False),
+    "4096x512 @ (32000x512)^T": (4096, 512, 32000, True),
+}
+MATMUL_WORKERS = {"tf": "TF matmul", "torch": "torch matmul"}
+FRAMEWORK = {"t2t_lite": "tf", "t2t_lite XLA": "tf", "HF transformers": "torch",
+             "TF matmul": "tf", "torch matmul": "torch"}
+
+
+def forward_flops(shape):
+    """Matmul FLOPs of one forward pass over the batch, by part (2 FLOPs per multiply-add).
+
+    Each weight matrix is counted against the tokens it actually sees: encoder matrices against
+    source tokens, decoder matrices against target tokens, cross-attention keys/values against
+    source tokens, the tied output projection against target tokens. This is why it is not
+    2 x parameters x (source + target tokens): the output projection alone is about a quarter of
+    base's FLOPs while its embedding lookups are gathers, not matmuls. Attention scores and
+    contexts are counted in full (the causal mask does not save work in either framework);
+    biases, LayerNorm, softmax and the loss are not matmuls and are left out.
+    """
+    config, vocab = SHAPES[shape], VOCAB[shape]
+    d_model, d_ff = config["d_model"], config["d_ff"]
+    sources, targets = BATCH * SOURCE_LENGTH, BATCH * TARGET_LENGTH
+
+    def attention(queries, keys, query_length, key_length):
+        projections = 2 * d_model * d_model * (2 * queries + 2 * keys)  # Q, O; K, V
+        scores_and_context = 2 * 2 * BATCH * query_length * key_length * d_model
+        return projections + scores_and_context
+
+    def feed_forward(tokens):
+        return 2 * 2 * tokens * d_model * d_ff
+
+    encoder_layer = (attention(sources, sources, SOURCE_LENGTH, SOURCE_LENGTH)
+                     + feed_forward(sources))
+    decoder_layer = (attention(targets, targets, TARGET_LENGTH, TARGET_LENGTH)
+                     + attention(targets, sources, TARGET_LENGTH, SOURCE_LENGTH)
+                     + feed_forward(targets))
+    return {"encoder": config["num_encoder_layers"] * encoder_layer,
+            "decoder": config["num_decoder_layers"] * decoder_layer,
+            "output projection": 2 * targets * d_model * vocab}
+
+
+def training_flops(shape):
+    """FLOPs of one training step: 3 x forward, since the backward pass computes two matmuls
+    (the gradients of the input and of the weight) for each of the forward's."""
+    return 3 * sum(forward_flops(shape).values())
+
+
+def random_batch(shape):
+    """One batch of ids in [3, vocab): no PAD (0), EOS (1) or 2, so every slot is a real token;
+    seeded, so both frameworks train on the same batch."""
+    rng = np.random.default_rng(0)
+    return {name: rng.integers(3, VOCAB[shape], (BATCH, length)).astype("int32")
+            for name, length in (("inputs", SOURCE_LENGTH), ("targets", TARGET_LENGTH))}
+
+
+def t2t_lite_step(shape, batch, jit_compile):
+    """One optimizer update through the real training path: Trainer.distribute + train_step."""
+    import tensorflow as tf
+
+    from t2t_lite.config import HParams
+    from t2t_lite.training import Trainer
+
+    hparams = HParams(dropout=DROPOUT, label_smoothing=LABEL_SMOOTHING, **SHAPES[shape])
+    trainer = Trainer(hparams, VOCAB[shape], jit_compile=jit_compile)
+    iterators = trainer.distribute(
+        lambda context: tf.data.Dataset.from_tensors((batch, batch["targets"])).repeat())
+
+    def step():
+        sums = trainer.train_step(iterators)
+        assert sums["tokens"] == BATCH * TARGET_LENGTH, sums
+        return sums["loss"] / sums["tokens"]
+
+    return step
+
+
+def huggingface_step(shape, batch):
+    """One AdamW update of MarianMTModel on the label-smoothed cross-entropy of all targets."""
+    import torch
+    from transformers import MarianConfig, MarianMTModel
+
+    config, vocab = SHAPES[shape], VOCAB[shape]
+    model = MarianMTModel(MarianConfig(
+        vocab_size=vocab, d_model=config["d_model"], encoder_layers=config["num_encoder_layers"],
+        decoder_layers=config["num_decoder_layers"], encoder_ffn_dim=config["d_ff"],
+        decoder_ffn_dim=config["d_ff"], encoder_attention_heads=config["num_heads"],
+        decoder_attention_heads=config["num_heads"], max_position_embeddings=64,
+        pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, activation_function="relu",
+        scale_embedding=True, share_encoder_decoder_embeddings=True, dropout=DROPOUT)).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    inputs = torch.tensor(batch["inputs"], dtype=torch.long)
+    labels = torch.tensor(batch["targets"], dtype=torch.long)
+    decoder_inputs = torch.nn.functional.pad(labels[:, :-1], (1, 0), value=0)  # start = PAD
+
+    def step():
+        logits = model(input_ids=inputs, attention_mask=torch.ones_like(inputs),
+                       decoder_input_ids=decoder_inputs).logits
+        loss = torch.nn.functional.cross_entropy(
+            logits.view(-1, vocab), labels.view(-1), label_smoothing=LABEL_SMOOTHING)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss.item()
+
+    return step
+
+
+def matmuls(framework):
+    """{name: one float32 matmul} for each of MATMULS, on random inputs made once."""
+    if framework == "tf":
+        import tensorflow as tf
+
+        def matmul(m, k, n, transposed):
+            a, b = tf.random.normal((m, k)), tf.random.normal((n, k) if transposed else (k, n))
+            return lambda: tf.matmul(a, b, transpose_b=transposed)[0, 0].numpy()
+    else:
+        import torch
+
+        def matmul(m, k, n, transposed):
+            a, b = torch.randn(m, k), torch.randn(n, k) if transposed else torch.randn(k, n)
+            b = b.T if transposed else b
+            return lambda: torch.matmul(a, b)[0, 0].item()
+
+    return {name: matmul(*dims) for name, dims in MATMULS.items()}
+
+
+def matmul_flops(name):
+    m, k, n, _ = MATMULS[name]
+    return 2 * m * k * n
+
+
+def jobs(kind, shape):
+    """{job name: (function, calls per timed round)} that a worker of `kind` serves."""
+    if kind in MATMUL_WORKERS.values():
+        # About 10^11 FLOPs per round: long enough to time, short enough to repeat.
+        return {f"{kind}: {name}": (function, max(1, round(1e11 / matmul_flops(name))))
+                for name, function in matmuls(FRAMEWORK[kind]).items()}
+    batch = random_batch(shape)
+    if kind == "HF transformers":
+        step = huggingface_step(shape, batch)
+    else:
+        step = t2t_lite_step(shape, batch, jit_compile=kind == "t2t_lite XLA")
+    return {kind: (step, STEPS_PER_ROUND[shape])}
+
+
+def set_threads(framework, threads):
+    if framework == "tf":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    else:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def worker(kind, shape, threads):
+    """Serves timed rounds over stdin/stdout: for each job name read, the seconds per call of
+    that round; at end of input, its peak RSS in MiB."""
+    set_threads(FRAMEWORK[kind], threads)
+    served = jobs(kind, shape)
+    for name, (function, _) in served.items():  # warm-up: tracing, XLA compilation
+        results = [function() for _ in range(WARMUP_CALLS)]
+        print(f"{name} warm-up results: {results}", file=sys.stderr, flush=True)
+    print("\t".join(served), flush=True)
+    for name in sys.stdin:
+        function, calls = served[name.strip()]
+        start = time.perf_counter()
+        for _ in range(calls):
+            function()
+        print((time.perf_counter() - start) / calls, flush=True)
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, flush=True)
+
+
+def start_workers(kinds, shape, threads):
+    """One worker process per kind, started one at a time so that warm-ups do not compete;
+    returns {job name: its worker}."""
+    workers = {}
+    for kind in kinds:
+        process = subprocess.Popen(
+            [sys.executable, __file__, "--worker", kind, shape, f"--threads={threads}"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env={"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+        workers.update({name: process for name in process.stdout.readline().strip().split("\t")})
+    return workers
+
+
+def time_rounds(workers, repeats):
+    """{job: seconds per call in each of `repeats` rounds of every job, interleaved}."""
+    times = {name: [] for name in workers}
+    for _ in range(repeats):
+        for name, process in workers.items():
+            process.stdin.write(name + "\n")
+            process.stdin.flush()
+            times[name].append(float(process.stdout.readline()))
+    return times
+
+
+def stop_workers(workers):
+    """Ends the workers; returns {job name: peak RSS MiB of its worker}."""
+    rss = {}
+    for process in set(workers.values()):
+        process.stdin.close()
+        megabytes = float(process.stdout.readline())
+        process.wait()
+        rss.update({name: megabytes for name, owner in workers.items() if owner is process})
+    return rss
+
+
+def print_matmuls(times):
+    """Prints the matmul table; returns {framework: best GFLOP/s over shapes and rounds}."""
+    print("| framework | matmul (float32) | GFLOP/s (median) | GFLOP/s (best) |")
+    print("| --- | --- | ---: | ---: |")
+    peaks = {}
+    for job, runs in times.items():
+        kind, name = job.split(": ")
+        median, best = (matmul_flops(name) / s / 1e9 for s in (statistics.median(runs), min(runs)))
+        peaks[FRAMEWORK[kind]] = max(peaks.get(FRAMEWORK[kind], 0.0), best)
+        print(f"| {kind.split()[0]} | {name} | {median:.0f} | {best:.0f} |")
+    print(f"peaks: TF {peaks['tf']:.0f} GFLOP/s, torch {peaks['torch']:.0f} GFLOP/s\n")
+    return peaks
+
+
+def print_flops(shape):
+    parts = forward_flops(shape)
+    shares = ", ".join(f"{name} {flops / sum(parts.values()):.0%}" for name, flops in parts.items())
+    print(f"{shape}: {training_flops(shape) / 1e9:,.0f} GFLOP per training step ({shares})")
+
+
+def print_training(shape, times, rss, peaks):
+    tokens = BATCH * TARGET_LENGTH
+    for name in TRAINERS:
+        runs = times[name]
+        seconds = statistics.median(runs)
+        flops_per_second = training_flops(shape) / seconds / 1e9
+        print(f"| {shape} | {name} | {tokens / seconds:,.0f} | {tokens / min(runs):,.0f} | "
+              f"{seconds * 1000:,.0f} | {flops_per_second / peaks['tf']:.0%} | "
+              f"{flops_per_second / peaks['torch']:.0%} | {rss[name]:,.0f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--shapes", nargs="+", default=["small", "base"], choices=SHAPES)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--worker", nargs=2, metavar=("KIND", "SHAPE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        return worker(*args.worker, args.threads)
+
+    print(f"batch {BATCH} x {SOURCE_LENGTH} source + {TARGET_LENGTH} target tokens, dropout "
+          f"{DROPOUT}, label smoothing {LABEL_SMOOTHING}, {args.threads} threads, median of "
+          f"{args.repeats}; load average {os.getloadavg()[0]:.1f}", flush=True)
+    matmul_workers = start_workers(MATMUL_WORKERS.values(), "-", args.threads)
+    matmul_times, results = {}, {}
+    for shape in args.shapes:
+        trainers = start_workers(TRAINERS, shape, args.threads)
+        times = time_rounds({**matmul_workers, **trainers}, args.repeats)
+        for name in matmul_workers:
+            matmul_times.setdefault(name, []).extend(times.pop(name))
+        results[shape] = times, stop_workers(trainers)
+        print(f"{shape} done; load average {os.getloadavg()[0]:.1f}", flush=True)
+    stop_workers(matmul_workers)
+
+    print()
+    peaks = print_matmuls(matmul_times)
+    for shape in args.shapes:
+        print_flops(shape)
+    print("\n| shape | framework | target tokens/s (median) | best | ms/step | MFU vs TF peak "
+          "| MFU vs torch peak | peak RSS MiB |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for shape, (times, rss) in results.items():
+        print_training(shape, times, rss, peaks)
+
+
+if __name__ == "__main__":
+    main()
