@@ -236,7 +236,7 @@ class Trainer:
         return {f"replica_{r}": iter(dataset_fn(tf.distribute.InputContext(replicas, r, replicas)))
                 for r in range(index * local, (index + 1) * local)}
 
-    def _random_state(self, iterators):
+    def _resume_state(self, iterators):
         """What a resumed run needs to continue exactly as an uninterrupted one: the dropout
         seeds and each replica's data iterator, kept apart by the number of replicas sharing
         the data (another number divides it otherwise)."""
@@ -271,7 +271,7 @@ class Trainer:
         checkpoint is the last good one.
         """
         iterators = self.distribute(dataset_fn)
-        random_state = self._random_state(iterators)
+        resume_state = self._resume_state(iterators)
         if resume_from:
             # Only the chief saves: other workers of a multi-worker run restart their data.
             saved = {"/".join(name.split("/")[:2])
@@ -280,14 +280,15 @@ class Trainer:
             if missing:
                 logger.info("%s holds no data position for %s: its data starts afresh",
                             resume_from, ", ".join(missing))
-            tf.train.Checkpoint(**random_state).restore(resume_from).expect_partial()
-        state = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, **random_state)
+            tf.train.Checkpoint(**resume_state).restore(resume_from).expect_partial()
+        state = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, **resume_state)
         checkpoints = (tf.train.CheckpointManager(state, checkpoint_dir, keep_checkpoints)
                        if checkpoint_dir else None)
         writer = tf.summary.create_file_writer(summary_dir) if summary_dir else None
-        progress = _Progress(self.step, train_steps)
-        while self.step < train_steps:
-            previous_step = self.step
+        step = self.step
+        progress = _Progress(step, train_steps)
+        while step < train_steps:
+            previous_step = step
             sums = self.train_step(iterators)
             step = self.step
             if not math.isfinite(sums["loss"]):
@@ -309,8 +310,7 @@ class Trainer:
                 for every, fn in periodic:
                     if every and step % every == 0:
                         fn(step)
-        return self.step
-
+        return step
 
 
 def _data_key(strategy):
