@@ -28,9 +28,10 @@ class TrainedModel:
         self.model_dir = runner.model_dir
 
 
-def train_short_reverse(model_dir, overrides=""):
-    """transformer_tiny at d_model=64 (and `overrides`), trained by the trainer CLI for 800 steps
-    on reversing 1-8 symbols (problem `test_short_reverse`); about a minute on 2 cores.
+def train_short_reverse(model_dir, overrides="", flags=()):
+    """transformer_tiny at d_model=64 (and `overrides`), trained by the trainer CLI (with extra
+    `flags`) for 800 steps on reversing 1-8 symbols (problem `test_short_reverse`); about a
+    minute on 2 cores.
 
     Its metrics come from greedy decoding of 500 held-out dev sequences.
     """
@@ -44,7 +45,7 @@ def train_short_reverse(model_dir, overrides=""):
         "--problem=test_short_reverse", "--hparams_set=transformer_tiny",
         f"--hparams=d_model=64,d_ff=256,dropout=0.0,warmup_steps=100{overrides}",
         f"--model_dir={model_dir}",
-        "--train_steps=800", "--eval_every=0", "--eval_decode_examples=500"])
+        "--train_steps=800", "--eval_every=0", "--eval_decode_examples=500", *flags])
     return TrainedModel(Runner.from_model_dir(model_dir), metrics)
 
 
