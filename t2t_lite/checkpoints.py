@@ -48,6 +48,12 @@ def resolve_checkpoint(model_dir, checkpoint_path=None):
     return path
 
 
+def restore_existing(checkpoint, path):
+    """Restores every object of `checkpoint` from `path`, failing if one is missing there; what
+    else the file holds (a trainer's data positions and dropout seeds) is not needed here."""
+    checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+
+
 def average_checkpoints(runner, num_checkpoints, output_dir):
     """Writes to output_dir a model_dir whose model weights are the element-wise mean of the
     last `num_checkpoints` of runner's model_dir; its step and optimizer state are the last
@@ -67,7 +73,7 @@ def average_checkpoints(runner, num_checkpoints, output_dir):
     variables = [v for v in trainer.model.variables if "float" in str(v.dtype)]
     sums = [np.zeros(v.shape, "float64") for v in variables]
     for path in paths:  # the last restored stays: its step and optimizer state are kept
-        trainer.checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+        restore_existing(trainer.checkpoint, path)
         for total, variable in zip(sums, variables):
             total += np.asarray(variable.numpy(), "float64")
     for total, variable in zip(sums, variables):

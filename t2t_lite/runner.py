@@ -15,7 +15,7 @@ import keras
 import tensorflow as tf
 
 from t2t_lite import registry
-from t2t_lite.checkpoints import resolve_checkpoint, save_model_dir
+from t2t_lite.checkpoints import resolve_checkpoint, restore_existing, save_model_dir
 from t2t_lite.config import HParams
 from t2t_lite.errors import UserError, did_you_mean
 from t2t_lite.files import exclusive_lock, write_text_atomically
@@ -102,8 +102,7 @@ class Runner:
         path = resolve_checkpoint(self.model_dir, checkpoint_path)
         model = create_model(self.hparams, self.vocabulary.size)
         try:
-            tf.train.Checkpoint(model=model).restore(path).expect_partial() \
-                .assert_existing_objects_matched()
+            restore_existing(tf.train.Checkpoint(model=model), path)
         except AssertionError:
             raise UserError(f"{path} does not hold the weights of the model in "
                             f"{self.model_dir}/{HPARAMS_FILE}") from None
@@ -139,8 +138,7 @@ class Runner:
         latest = tf.train.latest_checkpoint(self.model_dir)
         if latest:
             try:
-                trainer.checkpoint.restore(latest).expect_partial() \
-                    .assert_existing_objects_matched()
+                restore_existing(trainer.checkpoint, latest)
             except ValueError as error:  # e.g. the embeddings of another vocabulary size
                 raise UserError(
                     f"{latest} does not fit a model for the {self.vocabulary.size}-piece "

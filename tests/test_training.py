@@ -163,7 +163,8 @@ def test_mixed_precision_keeps_sensitive_parts_in_float32(precision):
     assert mixed.compute_dtype == precision.split("_")[1]
     assert {v.dtype for v in mixed.weights} == {"float32"}
     assert mixed.position_encoding.compute_dtype == "float32"
-    features = {"inputs": replica_batches(1)[0][0], "targets": replica_batches(1)[0][1]}
+    inputs, targets = replica_batches(1)[0]
+    features = {"inputs": inputs, "targets": targets}
     logits = mixed(features)
     assert logits.dtype == "float32"
     # Relative to the logits' scale: float16 keeps 11 significant bits, bfloat16 8.
