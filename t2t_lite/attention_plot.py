@@ -125,12 +125,13 @@ _PAGE = """<!DOCTYPE html>
   function fill(select, count, extra) {
     var kept = select.value;
     select.innerHTML = "";
-    (extra ? [extra] : []).concat(Array.from({length: count}, function (_, i) { return String(i); }))
-      .forEach(function (value) {
-        var option = document.createElement("option");
-        option.value = value; option.textContent = value; select.appendChild(option);
-      });
-    if (Array.from(select.options).some(function (o) { return o.value === kept; })) select.value = kept;
+    var values = Array.from({length: count}, function (_, i) { return String(i); });
+    (extra ? [extra] : []).concat(values).forEach(function (value) {
+      var option = document.createElement("option");
+      option.value = value; option.textContent = value; select.appendChild(option);
+    });
+    var keep = Array.from(select.options).some(function (o) { return o.value === kept; });
+    if (keep) select.value = kept;
   }
   function cell(tag, text, className) {
     var node = document.createElement(tag);
