@@ -10,6 +10,10 @@ token, is timed once).
 
     pip install -r benchmarks/requirements.txt
     python benchmarks/decoding.py [--shapes small base] [--repeats 3] [--threads 2]
+
+Before/after a change, in one run (t2t_lite only, from each checkout; see checkouts.py):
+
+    python benchmarks/decoding.py --no_uncached --checkouts main=/work/main branch=.
 """
 
 import argparse
@@ -21,12 +25,16 @@ import time
 
 import numpy as np
 
+import checkouts
+
 BATCH, SOURCE_LENGTH, OUTPUT_LENGTH, BEAM, VOCAB = 32, 24, 32, 4, 32000
 SHAPES = {
     "small": dict(num_encoder_layers=3, num_decoder_layers=3, d_model=256, d_ff=1024,
                   num_heads=4),
     "base": dict(num_encoder_layers=6, num_decoder_layers=6, d_model=512, d_ff=2048,
                  num_heads=8),
+    # Only to check that the script runs.
+    "tiny": dict(num_encoder_layers=1, num_decoder_layers=1, d_model=32, d_ff=64, num_heads=2),
 }
 
 
@@ -102,9 +110,9 @@ def generated_tokens(name, outputs):
     return int((outputs > 1).sum(axis=1).min())
 
 
-def worker(framework, shape, threads, uncached):
+def worker(framework, shape, threads, uncached, label="", checkout=None):
     """Serves timed decodes over stdin/stdout: one framework per process, so that TensorFlow's
-    and PyTorch's thread pools never compete."""
+    and PyTorch's thread pools never compete; its decoders' names start with `label`."""
     rng = np.random.default_rng(0)
     sources = rng.integers(2, VOCAB, (BATCH, SOURCE_LENGTH)).astype("int32")
     sources[:, -1] = 1  # EOS
@@ -113,12 +121,14 @@ def worker(framework, shape, threads, uncached):
 
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
+        checkouts.check_imported_from(checkout)
         decoders = t2t_lite_decoders(shape, sources, uncached)
     else:
         import torch
 
         torch.set_num_threads(threads)
         decoders = huggingface_decoder(shape, sources)
+    decoders = {label + name: decode for name, decode in decoders.items()}
     for name, decode in decoders.items():  # warm-up: tracing, XLA compilation
         length = generated_tokens(name, decode())
         assert length == OUTPUT_LENGTH, (name, length)
@@ -136,11 +146,22 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no_uncached", action="store_true",
                         help="skip the slow uncached decoder")
+    parser.add_argument("--checkouts", nargs="+", metavar="NAME=PATH",
+                        help="time t2t_lite from each of these checkouts instead of t2t_lite "
+                        "and HF transformers")
     parser.add_argument("--worker", nargs=2, metavar=("FRAMEWORK", "SHAPE"),
                         help=argparse.SUPPRESS)
+    parser.add_argument("--label", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--checkout", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        return worker(*args.worker, args.threads, not args.no_uncached)
+        return worker(*args.worker, args.threads, not args.no_uncached, args.label,
+                      args.checkout)
+    if args.checkouts:
+        specs = [("tf", f"{name} ", path)
+                 for name, path in checkouts.parse(args.checkouts).items()]
+    else:
+        specs = [("tf", "", None), ("torch", "", None)]
 
     print(f"batch {BATCH} x {SOURCE_LENGTH} source tokens, beam {BEAM}, {OUTPUT_LENGTH} "
           f"generated tokens, vocab {VOCAB}, {args.threads} threads, median of {args.repeats}")
@@ -148,12 +169,14 @@ def main():
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for shape in args.shapes:
         workers, times = {}, {}
-        for framework in ("tf", "torch"):
+        for framework, label, checkout in specs:
             process = subprocess.Popen(
                 [sys.executable, __file__, "--worker", framework, shape,
-                 f"--threads={args.threads}"] + (["--no_uncached"] if args.no_uncached else []),
+                 f"--threads={args.threads}", f"--label={label}"]
+                + (["--no_uncached"] if args.no_uncached else [])
+                + ([f"--checkout={checkout}"] if checkout else []),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+                env={**checkouts.environment(checkout), "TF_CPP_MIN_LOG_LEVEL": "3"})
             for name in process.stdout.readline().strip().split("\t"):
                 workers[name], times[name] = process, []
         for repeat in range(args.repeats):

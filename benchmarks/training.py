@@ -19,6 +19,10 @@ took a core (TensorFlow's thread pool does not use OpenMP and is unaffected).
 
     pip install -r benchmarks/requirements.txt
     python benchmarks/training.py [--shapes small base] [--repeats 3] [--threads 2]
+
+Before/after a change, in one run (t2t_lite only, from each checkout; see checkouts.py):
+
+    python benchmarks/training.py --checkouts main=/work/main branch=.
 """
 
 import argparse
@@ -31,6 +35,8 @@ import time
 
 import numpy as np
 
+import checkouts
+
 BATCH, SOURCE_LENGTH, TARGET_LENGTH = 128, 32, 32
 DROPOUT, LABEL_SMOOTHING = 0.1, 0.1
 SHAPES = {
@@ -38,9 +44,11 @@ SHAPES = {
                   num_heads=4),
     "base": dict(num_encoder_layers=6, num_decoder_layers=6, d_model=512, d_ff=2048,
                  num_heads=8),
+    # Only to check that the script runs.
+    "tiny": dict(num_encoder_layers=1, num_decoder_layers=1, d_model=32, d_ff=64, num_heads=2),
 }
-VOCAB = {"small": 8000, "base": 32000}
-STEPS_PER_ROUND = {"small": 5, "base": 3}
+VOCAB = {"small": 8000, "base": 32000, "tiny": 1000}
+STEPS_PER_ROUND = {"small": 5, "base": 3, "tiny": 1}
 WARMUP_CALLS = 2
 TRAINERS = ("t2t_lite", "t2t_lite XLA", "HF transformers")
 # name -> (m, k, n, b transposed): a square reference, the FFN's first matmul and the tied output
@@ -203,11 +211,13 @@ def set_threads(framework, threads):
         torch.set_num_threads(threads)
 
 
-def worker(kind, shape, threads):
-    """Serves timed rounds over stdin/stdout: for each job name read, the seconds per call of
-    that round; at end of input, its peak RSS in MiB."""
+def worker(kind, shape, threads, label="", checkout=None):
+    """Serves timed rounds over stdin/stdout: for each job name read (each starts with
+    `label`), the seconds per call of that round; at end of input, its peak RSS in MiB."""
     set_threads(FRAMEWORK[kind], threads)
-    served = jobs(kind, shape)
+    if FRAMEWORK[kind] == "tf":
+        checkouts.check_imported_from(checkout)
+    served = {label + name: job for name, job in jobs(kind, shape).items()}
     for name, (function, _) in served.items():  # warm-up: tracing, XLA compilation
         results = [function() for _ in range(WARMUP_CALLS)]
         print(f"{name} warm-up results: {results}", file=sys.stderr, flush=True)
@@ -221,15 +231,19 @@ def worker(kind, shape, threads):
     print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, flush=True)
 
 
-def start_workers(kinds, shape, threads):
-    """One worker process per kind, started one at a time so that warm-ups do not compete;
-    returns {job name: its worker}."""
+def start_workers(kinds, shape, threads, checkout_paths=None):
+    """One worker process per kind (per checkout of checkout_paths {name: path}, if given),
+    started one at a time so that warm-ups do not compete; returns {job name: its worker}."""
     workers = {}
-    for kind in kinds:
+    specs = ([(kind, f"{name} ", path) for name, path in checkout_paths.items() for kind in kinds]
+             if checkout_paths else [(kind, "", None) for kind in kinds])
+    for kind, label, checkout in specs:
         process = subprocess.Popen(
-            [sys.executable, __file__, "--worker", kind, shape, f"--threads={threads}"],
+            [sys.executable, __file__, "--worker", kind, shape, f"--threads={threads}",
+             f"--label={label}"] + ([f"--checkout={checkout}"] if checkout else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-            env={"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+            env={"OMP_WAIT_POLICY": "PASSIVE", **checkouts.environment(checkout),
+                 "TF_CPP_MIN_LOG_LEVEL": "2"})
         workers.update({name: process for name in process.stdout.readline().strip().split("\t")})
     return workers
 
@@ -266,7 +280,8 @@ def print_matmuls(times):
         median, best = (matmul_flops(name) / s / 1e9 for s in (statistics.median(runs), min(runs)))
         peaks[FRAMEWORK[kind]] = max(peaks.get(FRAMEWORK[kind], 0.0), best)
         print(f"| {kind.split()[0]} | {name} | {median:.0f} | {best:.0f} |")
-    print(f"peaks: TF {peaks['tf']:.0f} GFLOP/s, torch {peaks['torch']:.0f} GFLOP/s\n")
+    print("peaks: " + ", ".join(f"{framework} {peak:.0f} GFLOP/s"
+                                for framework, peak in peaks.items()) + "\n")
     return peaks
 
 
@@ -278,13 +293,13 @@ def print_flops(shape):
 
 def print_training(shape, times, rss, peaks):
     tokens = BATCH * TARGET_LENGTH
-    for name in TRAINERS:
-        runs = times[name]
+    for name, runs in times.items():
         seconds = statistics.median(runs)
         flops_per_second = training_flops(shape) / seconds / 1e9
+        torch_mfu = f"{flops_per_second / peaks['torch']:.0%}" if "torch" in peaks else "-"
         print(f"| {shape} | {name} | {tokens / seconds:,.0f} | {tokens / min(runs):,.0f} | "
-              f"{seconds * 1000:,.0f} | {flops_per_second / peaks['tf']:.0%} | "
-              f"{flops_per_second / peaks['torch']:.0%} | {rss[name]:,.0f} |")
+              f"{seconds * 1000:,.0f} | {flops_per_second / peaks['tf']:.0%} | {torch_mfu} | "
+              f"{rss[name]:,.0f} |")
 
 
 def main():
@@ -292,22 +307,30 @@ def main():
     parser.add_argument("--shapes", nargs="+", default=["small", "base"], choices=SHAPES)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--checkouts", nargs="+", metavar="NAME=PATH",
+                        help="time t2t_lite (graph and XLA) from each of these checkouts "
+                        "instead of t2t_lite and HF transformers")
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "SHAPE"), help=argparse.SUPPRESS)
+    parser.add_argument("--label", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--checkout", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        return worker(*args.worker, args.threads)
+        return worker(*args.worker, args.threads, args.label, args.checkout)
+    checkout_paths = checkouts.parse(args.checkouts) if args.checkouts else None
+    trainers = TRAINERS[:2] if checkout_paths else TRAINERS
 
     print(f"batch {BATCH} x {SOURCE_LENGTH} source + {TARGET_LENGTH} target tokens, dropout "
           f"{DROPOUT}, label smoothing {LABEL_SMOOTHING}, {args.threads} threads, median of "
           f"{args.repeats}; load average {os.getloadavg()[0]:.1f}", flush=True)
-    matmul_workers = start_workers(MATMUL_WORKERS.values(), "-", args.threads)
+    matmul_kinds = ["TF matmul"] if checkout_paths else MATMUL_WORKERS.values()
+    matmul_workers = start_workers(matmul_kinds, "-", args.threads)
     matmul_times, results = {}, {}
     for shape in args.shapes:
-        trainers = start_workers(TRAINERS, shape, args.threads)
-        times = time_rounds({**matmul_workers, **trainers}, args.repeats)
+        trainer_workers = start_workers(trainers, shape, args.threads, checkout_paths)
+        times = time_rounds({**matmul_workers, **trainer_workers}, args.repeats)
         for name in matmul_workers:
             matmul_times.setdefault(name, []).extend(times.pop(name))
-        results[shape] = times, stop_workers(trainers)
+        results[shape] = times, stop_workers(trainer_workers)
         print(f"{shape} done; load average {os.getloadavg()[0]:.1f}", flush=True)
     stop_workers(matmul_workers)
 

@@ -13,6 +13,7 @@ import tempfile
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from t2t_lite.errors import UserError
 from t2t_lite.files import write_text_atomically
@@ -48,10 +49,43 @@ def resolve_checkpoint(model_dir, checkpoint_path=None):
     return path
 
 
+# The LayerNorms of each encoder and decoder layer as checkpoints written before they were named
+# attributes (up to commit 8694261) name them: `norms/0`, `norms/1`, ... in this order.
+LEGACY_NORMS = {"encoder_layers": ("self_attention_norm", "feed_forward_norm"),
+                "decoder_layers": ("self_attention_norm", "cross_attention_norm",
+                                   "feed_forward_norm")}
+
+
 def restore_existing(checkpoint, path):
     """Restores every object of `checkpoint` from `path`, failing if one is missing there; what
     else the file holds (a trainer's data positions and dropout seeds) is not needed here."""
+    if _names_norms_by_index(path):
+        checkpoint = _with_legacy_norm_names(checkpoint)
     checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+
+
+def _names_norms_by_index(path):
+    graph = trackable_object_graph_pb2.TrackableObjectGraph.FromString(
+        tf.train.load_checkpoint(path).get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    return any(child.local_name == "norms" for node in graph.nodes for child in node.children)
+
+
+def _with_legacy_norm_names(checkpoint):
+    """The objects of `checkpoint` as old checkpoints name them: restoring this view restores
+    them from a checkpoint written before the layers' norms were named attributes."""
+    def view(trackable, drop=(), **replace):
+        # _trackable_children: the Trackable API for an object's named dependencies.
+        children = {name: child for name, child in trackable._trackable_children().items()
+                    if name not in drop and name != "save_counter"}  # not a restored object
+        return tf.train.Checkpoint(**{**children, **replace})
+
+    def layer_view(layer, names):
+        return view(layer, drop=names, norms=tuple(getattr(layer, name) for name in names))
+
+    model = checkpoint.model
+    return view(checkpoint, model=view(model, **{
+        attribute: tuple(layer_view(layer, names) for layer in getattr(model, attribute))
+        for attribute, names in LEGACY_NORMS.items()}))
 
 
 def average_checkpoints(runner, num_checkpoints, output_dir):

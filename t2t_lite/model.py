@@ -51,18 +51,41 @@ class MultiHeadAttention(layers.Layer):
         return self._split_heads(self.key(memory)), self._split_heads(self.value(memory))
 
     def attend(self, x, keys, values, mask, training=False):
-        """Queries from x [B, Tq, d_model] attend to keys/values [B, h, Tk, depth] where mask."""
+        """Queries from x [B, Tq, d_model] attend to keys/values [B, h, Tk, depth] where mask;
+        returns the output [B, Tq, d_model] and the weights [B, h, Tq, Tk] (float32, before
+        dropout)."""
         queries = self._split_heads(self.query(x)) * ops.cast(self.depth**-0.5, x.dtype)
         logits = ops.cast(ops.matmul(queries, ops.transpose(keys, (0, 1, 3, 2))), "float32")
         weights = ops.softmax(ops.where(mask, logits, _MASKED), axis=-1)
-        weights = self.dropout(ops.cast(weights, values.dtype), training=training)
-        context = ops.transpose(ops.matmul(weights, values), (0, 2, 1, 3))
+        dropped = self.dropout(ops.cast(weights, values.dtype), training=training)
+        context = ops.transpose(ops.matmul(dropped, values), (0, 2, 1, 3))
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        return self.output_projection(
+        output = self.output_projection(
             ops.reshape(context, (batch, length, self.num_heads * self.depth)))
+        return output, weights
 
-    def call(self, x, memory, mask, training=False):
-        return self.attend(x, *self.keys_and_values(memory), mask, training=training)
+    def call(self, x, memory, mask, cache=None, cache_index=None, training=False,
+             return_attention_scores=False):
+        """x [B, Tq, d_model] attends to memory [B, Tk, d_model] where mask, as keras-hub's
+        CachedMultiHeadAttention does: with `cache` (keys, values) [B, h, max_length, depth],
+        the keys and values of memory are written into it at `cache_index` and x attends to
+        the whole cache; with cache_index None the cache holds memory's keys and values already
+        (memory is not used). Returns the output, then the new cache if one was given, then the
+        weights [B, h, Tq, Tk] if return_attention_scores (as Keras's MultiHeadAttention)."""
+        if cache is None:
+            keys, values = self.keys_and_values(memory)
+        elif cache_index is None:
+            keys, values = cache
+        else:
+            new_keys, new_values = self.keys_and_values(memory)
+            start = (0, 0, cache_index, 0)
+            keys = ops.slice_update(cache[0], start, new_keys)
+            values = ops.slice_update(cache[1], start, new_values)
+            cache = keys, values
+        output, weights = self.attend(x, keys, values, mask, training=training)
+        outputs = (output,) if cache is None else (output, cache)
+        outputs += (weights,) if return_attention_scores else ()
+        return outputs if len(outputs) > 1 else output
 
 
 class FeedForward(layers.Layer):
@@ -70,9 +93,11 @@ class FeedForward(layers.Layer):
 
     def __init__(self, d_model, d_ff, relu_dropout, **kwargs):
         super().__init__(**kwargs)
-        self.hidden = layers.Dense(d_ff, activation="relu", kernel_initializer="glorot_uniform")
+        self.hidden = layers.Dense(d_ff, activation="relu", kernel_initializer="glorot_uniform",
+                                   name="hidden")
         self.dropout = layers.Dropout(relu_dropout)
-        self.projection = layers.Dense(d_model, kernel_initializer="glorot_uniform")
+        self.projection = layers.Dense(d_model, kernel_initializer="glorot_uniform",
+                                       name="projection")
 
     def call(self, x, training=False):
         return self.projection(self.dropout(self.hidden(x), training=training))
@@ -80,25 +105,32 @@ class FeedForward(layers.Layer):
 
 class _ResidualBlock(layers.Layer):
     """Sublayers in residual connections: post-norm LayerNorm(x + Dropout(f(x))) as in the paper,
-    or pre-norm x + Dropout(f(LayerNorm(x)))."""
+    or pre-norm x + Dropout(f(LayerNorm(x))), each sublayer with its own named LayerNorm.
 
-    def __init__(self, hparams, num_sublayers, **kwargs):
+    The norms are created first, then the feed-forward and attention sublayers: this order is
+    the order of the variables, which checkpoints' optimizer slots follow."""
+
+    def __init__(self, hparams, norm_names, **kwargs):
         super().__init__(**kwargs)
         self.pre_norm = hparams.norm_position == "pre"
-        self.norms = tuple(layers.LayerNormalization(epsilon=hparams.layer_norm_epsilon)
-                           for _ in range(num_sublayers))
+        for name in norm_names:
+            setattr(self, name, layers.LayerNormalization(epsilon=hparams.layer_norm_epsilon,
+                                                          name=name))
         self.residual_dropout = layers.Dropout(hparams.dropout)
-        self.feed_forward = FeedForward(hparams.d_model, hparams.d_ff, hparams.relu_dropout)
+        self.feed_forward = FeedForward(hparams.d_model, hparams.d_ff, hparams.relu_dropout,
+                                        name="feed_forward")
 
-    def residual(self, index, x, sublayer, training):
-        norm = self.norms[index]
-        if self.pre_norm:
-            return x + self.residual_dropout(sublayer(norm(x)), training=training)
-        return norm(x + self.residual_dropout(sublayer(x), training=training))
+    def _sublayer_input(self, norm, x):
+        return norm(x) if self.pre_norm else x
+
+    def _add(self, norm, x, sublayer_output, training):
+        y = x + self.residual_dropout(sublayer_output, training=training)
+        return y if self.pre_norm else norm(y)
 
     def _feed_forward(self, x, training):
-        return self.residual(len(self.norms) - 1, x,
-                             lambda y: self.feed_forward(y, training=training), training)
+        y = self._sublayer_input(self.feed_forward_norm, x)
+        return self._add(self.feed_forward_norm, x, self.feed_forward(y, training=training),
+                         training)
 
 
 def _attention(hparams, name):
@@ -108,49 +140,61 @@ def _attention(hparams, name):
 
 class EncoderLayer(_ResidualBlock):
     def __init__(self, hparams, **kwargs):
-        super().__init__(hparams, num_sublayers=2, **kwargs)
+        super().__init__(hparams, ("self_attention_norm", "feed_forward_norm"), **kwargs)
         self.self_attention = _attention(hparams, "self_attention")
 
-    def call(self, x, mask, training=False):
-        x = self.residual(0, x, lambda y: self.self_attention(y, y, mask, training=training),
-                          training)
-        return self._feed_forward(x, training)
+    def call(self, x, mask, training=False, return_attention_scores=False):
+        """x [B, S, d_model] -> the same shape; with return_attention_scores, also the
+        self-attention weights [B, h, S, S]."""
+        y = self._sublayer_input(self.self_attention_norm, x)
+        attended, weights = self.self_attention(y, y, mask, training=training,
+                                                return_attention_scores=True)
+        x = self._feed_forward(self._add(self.self_attention_norm, x, attended, training),
+                               training)
+        return (x, weights) if return_attention_scores else x
 
 
 class DecoderLayer(_ResidualBlock):
     def __init__(self, hparams, **kwargs):
-        super().__init__(hparams, num_sublayers=3, **kwargs)
+        super().__init__(
+            hparams, ("self_attention_norm", "cross_attention_norm", "feed_forward_norm"),
+            **kwargs)
         self.self_attention = _attention(hparams, "self_attention")
         self.cross_attention = _attention(hparams, "cross_attention")
 
-    def call(self, x, memory, self_mask, memory_mask, training=False):
-        """All target positions at once (training, scoring)."""
-        return self._layer(
-            x,
-            lambda y: self.self_attention(y, y, self_mask, training=training),
-            lambda y: self.cross_attention(y, memory, memory_mask, training=training),
-            training)
+    def call(self, x, memory, self_mask, memory_mask, cache=None, step=None, training=False,
+             return_attention_scores=False):
+        """One call for training and incremental decoding, as keras-hub's TransformerDecoder.
 
-    def step(self, x, step, cache, self_mask, memory_mask):
-        """Position `step` only: writes its keys/values into the cache, attends to the cache."""
-        updated = dict(cache)
-
-        def self_attend(y):
-            keys, values = self.self_attention.keys_and_values(y)
-            updated["keys"] = ops.slice_update(cache["keys"], (0, 0, step, 0), keys)
-            updated["values"] = ops.slice_update(cache["values"], (0, 0, step, 0), values)
-            return self.self_attention.attend(y, updated["keys"], updated["values"], self_mask)
-
-        def cross_attend(y):
-            return self.cross_attention.attend(y, cache["memory_keys"], cache["memory_values"],
-                                               memory_mask)
-
-        return self._layer(x, self_attend, cross_attend, training=False), updated
-
-    def _layer(self, x, self_attend, cross_attend, training):
-        x = self.residual(0, x, self_attend, training)
-        x = self.residual(1, x, cross_attend, training)
-        return self._feed_forward(x, training)
+        Without `cache`: x [B, T, d_model] holds all target positions at once (training,
+        scoring) and memory [B, S, d_model] is the encoder's output; returns the new x. With
+        `cache` (a layer's entry of Transformer.init_cache): x [B, 1, d_model] is position
+        `step` alone, whose keys and values are written into the cache and which attends to
+        the cache (memory is not used); returns (x, new cache). With return_attention_scores,
+        the self- and cross-attention weights [B, h, Tq, Tk] (float32) follow.
+        """
+        self_cache = memory_cache = None
+        if cache is not None:
+            self_cache = cache["keys"], cache["values"]
+            memory_cache = cache["memory_keys"], cache["memory_values"]
+        y = self._sublayer_input(self.self_attention_norm, x)
+        attended, *self_rest = self.self_attention(
+            y, y, self_mask, cache=self_cache, cache_index=step, training=training,
+            return_attention_scores=True)
+        x = self._add(self.self_attention_norm, x, attended, training)
+        y = self._sublayer_input(self.cross_attention_norm, x)
+        attended, *cross_rest = self.cross_attention(
+            y, memory, memory_mask, cache=memory_cache, training=training,
+            return_attention_scores=True)
+        x = self._feed_forward(self._add(self.cross_attention_norm, x, attended, training),
+                               training)
+        outputs = (x,)
+        if cache is not None:
+            keys, values = self_rest[0]
+            outputs += ({**cache, "keys": keys, "values": values},)
+        if return_attention_scores:
+            outputs += (self_rest[-1], cross_rest[-1])
+        return outputs if len(outputs) > 1 else x
 
 
 class Transformer(keras.Model):
@@ -192,24 +236,40 @@ class Transformer(keras.Model):
         weights = ops.cast(self.embedding.embeddings, x.dtype)
         return ops.cast(ops.matmul(x, ops.transpose(weights)), "float32")
 
-    def encode(self, inputs, training=False):
-        """inputs [B, S] -> (memory [B, S, d_model], memory_mask [B, 1, 1, S])."""
+    def encode(self, inputs, training=False, return_attention_scores=False):
+        """inputs [B, S] -> (memory [B, S, d_model], memory_mask [B, 1, 1, S]); with
+        return_attention_scores, also each layer's self-attention weights [B, h, S, S]."""
         mask = padding_mask(inputs)
         x = self._embed(inputs, training)
+        weights = []
         for layer in self.encoder_layers:
-            x = layer(x, mask, training=training)
+            if return_attention_scores:
+                x, layer_weights = layer(x, mask, training=training, return_attention_scores=True)
+                weights.append(layer_weights)
+            else:
+                x = layer(x, mask, training=training)
         if self.encoder_norm is not None:
             x = self.encoder_norm(x)
-        return x, mask
+        return (x, mask, weights) if return_attention_scores else (x, mask)
 
-    def decode(self, targets, memory, memory_mask, training=False):
-        """Teacher-forced logits [B, T, vocab_size] for all target positions at once."""
+    def decode(self, targets, memory, memory_mask, training=False, return_attention_scores=False):
+        """Teacher-forced logits [B, T, vocab_size] for all target positions at once; with
+        return_attention_scores, (logits, each layer's self-attention weights [B, h, T, T],
+        each layer's cross-attention weights [B, h, T, S])."""
         shifted = ops.pad(targets[:, :-1], ((0, 0), (1, 0)), constant_values=PAD_ID)
         x = self._embed(shifted, training)
         self_mask = causal_mask(ops.shape(targets)[1])
+        self_weights, cross_weights = [], []
         for layer in self.decoder_layers:
-            x = layer(x, memory, self_mask, memory_mask, training=training)
-        return self._logits(x)
+            if return_attention_scores:
+                x, layer_self, layer_cross = layer(x, memory, self_mask, memory_mask,
+                                                   training=training, return_attention_scores=True)
+                self_weights.append(layer_self)
+                cross_weights.append(layer_cross)
+            else:
+                x = layer(x, memory, self_mask, memory_mask, training=training)
+        logits = self._logits(x)
+        return (logits, self_weights, cross_weights) if return_attention_scores else logits
 
     def call(self, features, training=False):
         memory, memory_mask = self.encode(features["inputs"], training=training)
@@ -235,7 +295,8 @@ class Transformer(keras.Model):
         self_mask = (ops.arange(max_length) <= step)[None, None, None, :]
         layer_caches = []
         for layer, layer_cache in zip(self.decoder_layers, cache["layers"]):
-            x, layer_cache = layer.step(x, step, layer_cache, self_mask, cache["memory_mask"])
+            x, layer_cache = layer(x, None, self_mask, cache["memory_mask"], cache=layer_cache,
+                                   step=step)
             layer_caches.append(layer_cache)
         return self._logits(x)[:, 0], {**cache, "layers": layer_caches}
 

@@ -15,6 +15,7 @@ import keras
 import tensorflow as tf
 
 from t2t_lite import registry
+from t2t_lite.attention import attention_weights
 from t2t_lite.checkpoints import resolve_checkpoint, restore_existing, save_model_dir
 from t2t_lite.config import HParams
 from t2t_lite.errors import UserError, did_you_mean
@@ -118,6 +119,21 @@ class Runner:
         if model is None:
             model = self.restored_model(checkpoint_path)
         return Translator(model, self.vocabulary, hparams, batch_size)
+
+    def attention(self, sources, targets=None, *, translator=None, checkpoint_path=None):
+        """The attention weights (t2t_lite.attention.Attention) of each source with its target,
+        or without targets with its translation by `translator` (default: the decoder's beam
+        search on checkpoint_path, or the latest checkpoint), whose model is explained."""
+        if translator is None:
+            translator = self.translator(checkpoint_path=checkpoint_path)
+        if targets is None:
+            targets = [t.text for t in translator.translate(sources)]
+        if len(targets) != len(sources):
+            raise UserError(f"{len(sources)} sources but {len(targets)} targets: attention "
+                            "needs one target per source")
+        encode = translator.vocabulary.encode
+        return attention_weights(translator, [encode(s) for s in sources],
+                                 [encode(t) for t in targets])
 
     def prepare_data(self, generate=False, raw_dir=None):
         """Runs datagen when data is missing and the user asked, or the problem needs no download."""

@@ -51,6 +51,10 @@ class Vocabulary(tf.Module):
         """Text of `ids` up to the first EOS, padding ignored."""
         raise NotImplementedError
 
+    def pieces(self, ids):
+        """The token string of each id, for display (EOS is "</s>", PAD "<pad>")."""
+        raise NotImplementedError
+
     def tf_encode(self, texts):
         """tf.string [batch] -> tf.RaggedTensor int32 [batch, None], for the exported model."""
         raise NotImplementedError
@@ -82,6 +86,10 @@ class SymbolVocabulary(Vocabulary):
 
     def decode(self, ids):
         return " ".join(str(i - 2) for i in strip_ids(ids))
+
+    def pieces(self, ids):
+        special = {PAD_ID: "<pad>", EOS_ID: "</s>"}
+        return [special.get(i, str(i - 2)) for i in np.asarray(ids).tolist()]
 
     def tf_encode(self, texts):
         tokens = tf.strings.split(texts)
@@ -149,6 +157,9 @@ class SentencePieceVocabulary(Vocabulary):
 
     def decode(self, ids):
         return self._processor.decode(strip_ids(ids))
+
+    def pieces(self, ids):
+        return [self._processor.id_to_piece(i) for i in np.asarray(ids).tolist()]
 
     def tf_encode(self, texts):
         return self.tokenizer.tokenize(texts)

@@ -171,7 +171,7 @@ def test_mixed_precision_keeps_sensitive_parts_in_float32(precision):
     tolerance = {"mixed_float16": 1e-2, "mixed_bfloat16": 5e-2}[precision]
     np.testing.assert_allclose(logits, exact(features), atol=tolerance * np.abs(logits).max())
     large = np.tile(np.float32([1e3, -1e3]), 16)[None, None]  # squares overflow float16
-    normalized = mixed.encoder_layers[0].norms[0](large)
+    normalized = mixed.encoder_layers[0].self_attention_norm(large)
     np.testing.assert_allclose(np.asarray(normalized, "float32"), large / 1e3, atol=1e-2)
     assert isinstance(Trainer(hparams.replace(precision=precision), VOCAB).optimizer,
                       keras.optimizers.LossScaleOptimizer) == (precision == "mixed_float16")

@@ -31,11 +31,16 @@ def parse_args(argv):
                         "paper-style comparisons on non-ASCII text)")
     parser.add_argument("--bleu_lowercase", action="store_true",
                         help="case-insensitive BLEU")
+    parser.add_argument("--attention_dir", help="write N.png (encoder-decoder attention of "
+                        "every layer and head) and N.npz (all attention weights) for line N "
+                        "and its translation (needs --decode_from_file and the viz extra)")
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error(f"--batch_size must be positive, got {args.batch_size}")
     if args.decode_reference and not args.decode_from_file:
         parser.error("--decode_reference needs --decode_from_file")
+    if args.attention_dir and not args.decode_from_file:
+        parser.error("--attention_dir needs --decode_from_file")
     return args
 
 
@@ -102,11 +107,22 @@ def decode_file(translator, sources, references, args):
         logger.info("wrote %s", args.decode_to_file)
     else:
         sys.stdout.write(output)
+    if args.attention_dir:
+        write_attention(translator, token_lists, hypotheses, args.attention_dir)
     if references is not None:
         score, signature = bleu(hypotheses, references, args.bleu_tokenize, args.bleu_lowercase)
         print(f"{score}  {signature}")
         return score.score
     return None
+
+
+def write_attention(translator, token_lists, hypotheses, directory):
+    from t2t_lite.attention import attention_weights
+    from t2t_lite.attention_plot import save_attention
+
+    target_tokens = [translator.vocabulary.encode(text) for text in hypotheses]
+    save_attention(attention_weights(translator, token_lists, target_tokens), directory)
+    logger.info("wrote the attention of %d lines to %s", len(hypotheses), directory)
 
 
 def decode_interactively(translator):
@@ -138,6 +154,10 @@ def main(argv):
     args = parse_args(argv)
     if args.decode_from_file:  # read before loading the model, so that mistakes show at once
         sources, references = read_sources_and_references(args)
+    if args.attention_dir:
+        from t2t_lite.attention_plot import require_matplotlib
+
+        require_matplotlib()
     _, translator = translating.translator_from_flags(args, args.batch_size)
     if args.decode_from_file:
         return decode_file(translator, sources, references, args)

@@ -1,0 +1,34 @@
+"""A/B runs: one benchmark timing several checkouts of t2t_lite (e.g. main and a branch) in the
+same run, interleaved, so that the machine's load falls on all of them alike. Each worker
+process imports t2t_lite from its own checkout (first on PYTHONPATH, ahead of the installed
+one); the benchmark script itself is the one run."""
+
+import os
+
+
+def parse(specs):
+    """["main=/work/main", "branch=/work/wt/branch"] -> {"main": path, "branch": path}."""
+    checkouts = {}
+    for spec in specs:
+        name, separator, path = spec.partition("=")
+        if not separator or not os.path.isdir(os.path.join(path, "t2t_lite")):
+            raise SystemExit(f"--checkouts {spec}: expected NAME=PATH of a t2t_lite checkout")
+        checkouts[name] = os.path.abspath(path)
+    return checkouts
+
+
+def environment(path):
+    """The environment of a worker that must import t2t_lite from the checkout at `path`."""
+    if path is None:
+        return dict(os.environ)
+    return {**os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [path, os.environ.get("PYTHONPATH")]))}
+
+
+def check_imported_from(path):
+    """Fails unless t2t_lite comes from the checkout at `path` (None: any)."""
+    import t2t_lite
+
+    actual = os.path.dirname(os.path.dirname(os.path.abspath(t2t_lite.__file__)))
+    if path is not None and actual != path:
+        raise SystemExit(f"t2t_lite was imported from {actual}, not from {path}")
