@@ -61,18 +61,35 @@ def write_toy_corpus(directory):
             (directory / f"{split}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def check_quickstart(working_dir):
+    model_dir = working_dir / "t2t_demo"
+    assert "ckpt-40" in (model_dir / "checkpoint").read_text()  # TRAIN_STEPS was overridden
+    assert len([path for path in (model_dir / "export").iterdir() if path.name.isdigit()]) == 1
+
+
+def check_translate_your_corpus(working_dir):
+    averaged = json.loads((working_dir / "multi30k_model_avg" / "info.json").read_text())
+    assert [os.path.basename(path) for path in averaged["averaged_checkpoints"]] == [
+        "ckpt-20", "ckpt-40", "ckpt-60"]
+    for hypotheses in ("test.hyp.de", "test.avg.hyp.de"):  # a line for every test sentence
+        assert len((working_dir / hypotheses).read_text(encoding="utf-8").splitlines()) == 24
+
+
 @dataclasses.dataclass
 class NotebookRun:
     overrides: dict  # parameter name -> value, for a run of about a minute
+    check: callable  # check(working_dir): what the run must leave there
     prepare: callable = None  # prepare(working_dir): what Colab downloads
 
 
 RUNS = {
     "quickstart.ipynb": NotebookRun(dict(
-        HPARAMS=TINY_MODEL, TRAIN_STEPS=40, EVAL_EVERY=20, EVAL_EXAMPLES=32)),
+        HPARAMS=TINY_MODEL, TRAIN_STEPS=40, EVAL_EVERY=20, EVAL_EXAMPLES=32),
+        check=check_quickstart),
     "translate_your_corpus.ipynb": NotebookRun(dict(
         CORPUS_DIR="corpus", VOCAB_SIZE=320, HPARAMS_SET="transformer_tiny", HPARAMS=TINY_MODEL,
         TRAIN_STEPS=60, EVAL_EVERY=20, EVAL_EXAMPLES=24, AVERAGE_LAST=3),
+        check=check_translate_your_corpus,
         prepare=lambda working_dir: write_toy_corpus(working_dir / "corpus")),
 }
 
@@ -162,3 +179,4 @@ def test_notebook_runs_top_to_bottom(name, tmp_path, kernel_name):
     for cell in notebook.cells:  # every plot was drawn
         if cell.cell_type == "code" and "plt.show()" in cell.source:
             assert any("image/png" in output.get("data", {}) for output in cell.outputs)
+    run.check(working_dir)
