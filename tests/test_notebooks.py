@@ -63,7 +63,8 @@ def write_toy_corpus(directory):
 
 def check_quickstart(working_dir):
     model_dir = working_dir / "t2t_demo"
-    assert "ckpt-40" in (model_dir / "checkpoint").read_text()  # TRAIN_STEPS was overridden
+    latest = (model_dir / "checkpoint").read_text().splitlines()[0]
+    assert latest == 'model_checkpoint_path: "ckpt-40"'  # TRAIN_STEPS was overridden
     assert len([path for path in (model_dir / "export").iterdir() if path.name.isdigit()]) == 1
 
 
@@ -131,6 +132,20 @@ def test_the_test_run_overrides_parameters_the_notebook_has(name):
                 if isinstance(node, ast.Assign) for target in node.targets
                 for name in ast.walk(target) if isinstance(name, ast.Name)}
     assert set(RUNS[name].overrides) <= assigned
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+@pytest.mark.parametrize("gpu", [False, True])
+def test_the_models_colab_trains_exist(name, gpu):
+    """The parameters the tests override are Colab's: their hparams set and overrides are valid
+    on either runtime."""
+    from t2t_lite import registry
+
+    (parameters,) = [cell for cell in read(name).cells if PARAMETERS_TAG in tags(cell)]
+    values = {"GPU": gpu}
+    exec(parameters.source, values)  # noqa: S102 -- the notebook's own settings
+    if "HPARAMS_SET" in values:
+        registry.hparams(values["HPARAMS_SET"]).override(values.get("HPARAMS", ""))
 
 
 def with_overrides(notebook, overrides):
