@@ -1,0 +1,197 @@
+"""The notebooks in colab/ are stored clean and run top to bottom.
+
+Each runs in its own ipykernel on this Python, on CPU, with no network: cells tagged `colab`
+(installation, downloads, TensorBoard in Colab) are skipped, the cell tagged `parameters` is
+followed by one that sets the values in RUNS (a tiny model, a few steps), and a cell fails on
+any Python error and on any `!command` that exits with a non-zero status. A new notebook needs an
+entry in RUNS.
+"""
+
+import ast
+import dataclasses
+import json
+import os
+import random
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+COLAB_DIR = Path(__file__).resolve().parent.parent / "colab"
+NOTEBOOKS = sorted(path.name for path in COLAB_DIR.glob("*.ipynb"))
+SKIP_TAG = "colab"
+PARAMETERS_TAG = "parameters"
+TINY_MODEL = ("d_model=32,d_ff=64,num_heads=2,num_encoder_layers=1,num_decoder_layers=1,"
+              "extra_length=5")
+
+# `!command` in IPython ignores the exit status; under the tests a failing command fails its cell.
+CHECK_SHELL_COMMANDS = """
+_run_shell = get_ipython().system
+
+
+def _run_shell_and_check(command):
+    _run_shell(command)
+    status = get_ipython().user_ns.get("_exit_code", 0)
+    if status:
+        raise RuntimeError(f"!{command} exited with status {status}")
+
+
+get_ipython().system = _run_shell_and_check
+"""
+
+
+# A toy English -> German corpus for translate_your_corpus: word-by-word translations of random
+# phrases, in the files layout of README "Your own corpus, no Python" (Multi30k's in Colab).
+WORDS = {"the": "die", "small": "kleine", "dog": "Hund", "sees": "sieht", "a": "eine",
+         "red": "rote", "car": "Auto", "green": "grüne", "house": "Haus", "runs": "läuft",
+         "to": "zu", "big": "große", "cat": "Katze", "sleeps": "schläft", "on": "auf",
+         "street": "Straße", "water": "Wasser", "man": "Mann", "woman": "Frau", "and": "und"}
+
+
+def write_toy_corpus(directory):
+    rng = random.Random(13)
+    directory.mkdir()
+    for split, size in (("train", 400), ("val", 24), ("test", 24)):
+        phrases = [rng.choices(list(WORDS), k=rng.randint(2, 8)) for _ in range(size)]
+        for lang, words in (("en", lambda phrase: phrase),
+                            ("de", lambda phrase: [WORDS[word] for word in phrase])):
+            lines = [" ".join(words(phrase)) for phrase in phrases]
+            (directory / f"{split}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def check_quickstart(working_dir):
+    model_dir = working_dir / "t2t_demo"
+    latest = (model_dir / "checkpoint").read_text().splitlines()[0]
+    assert latest == 'model_checkpoint_path: "ckpt-40"'  # TRAIN_STEPS was overridden
+    assert len([path for path in (model_dir / "export").iterdir() if path.name.isdigit()]) == 1
+
+
+def check_translate_your_corpus(working_dir):
+    averaged = json.loads((working_dir / "multi30k_model_avg" / "info.json").read_text())
+    assert [os.path.basename(path) for path in averaged["averaged_checkpoints"]] == [
+        "ckpt-20", "ckpt-40", "ckpt-60"]
+    for hypotheses in ("test.hyp.de", "test.avg.hyp.de"):  # a line for every test sentence
+        assert len((working_dir / hypotheses).read_text(encoding="utf-8").splitlines()) == 24
+
+
+@dataclasses.dataclass
+class NotebookRun:
+    overrides: dict  # parameter name -> value, for a run of about a minute
+    check: callable  # check(working_dir): what the run must leave there
+    prepare: callable = None  # prepare(working_dir): what Colab downloads
+
+
+RUNS = {
+    "quickstart.ipynb": NotebookRun(dict(
+        HPARAMS=TINY_MODEL, TRAIN_STEPS=40, EVAL_EVERY=20, EVAL_EXAMPLES=32),
+        check=check_quickstart),
+    "translate_your_corpus.ipynb": NotebookRun(dict(
+        CORPUS_DIR="corpus", VOCAB_SIZE=320, HPARAMS_SET="transformer_tiny", HPARAMS=TINY_MODEL,
+        TRAIN_STEPS=60, EVAL_EVERY=20, EVAL_EXAMPLES=24, AVERAGE_LAST=3),
+        check=check_translate_your_corpus,
+        prepare=lambda working_dir: write_toy_corpus(working_dir / "corpus")),
+}
+
+
+def read(name):
+    with open(COLAB_DIR / name, encoding="utf-8") as f:
+        return nbformat.read(f, as_version=nbformat.NO_CONVERT)
+
+
+def tags(cell):
+    return cell.metadata.get("tags", [])
+
+
+def test_there_are_notebooks_and_each_has_a_test_run():
+    assert {"quickstart.ipynb", "translate_your_corpus.ipynb"} <= set(NOTEBOOKS)
+    assert set(RUNS) == set(NOTEBOOKS), "add each notebook of colab/ (and only those) to RUNS"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_is_valid_and_stored_without_outputs(name):
+    notebook = read(name)
+    nbformat.validate(notebook)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell.source[:200]
+    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    # Colab starts by installing t2t_lite; the tests (and Jupyter users) have it already.
+    assert SKIP_TAG in tags(code_cells[0]) and "pip install" in code_cells[0].source
+    for cell in code_cells:
+        if SKIP_TAG not in tags(cell):
+            assert "http" not in cell.source and "pip " not in cell.source, (
+                f"tag this cell {SKIP_TAG!r}: the tests run without network\n{cell.source}")
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_the_test_run_overrides_parameters_the_notebook_has(name):
+    (parameters,) = [cell for cell in read(name).cells if PARAMETERS_TAG in tags(cell)]
+    assigned = {name.id for node in ast.parse(parameters.source).body
+                if isinstance(node, ast.Assign) for target in node.targets
+                for name in ast.walk(target) if isinstance(name, ast.Name)}
+    assert set(RUNS[name].overrides) <= assigned
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+@pytest.mark.parametrize("gpu", [False, True])
+def test_the_models_colab_trains_exist(name, gpu):
+    """The parameters the tests override are Colab's: their hparams set and overrides are valid
+    on either runtime."""
+    from t2t_lite import registry
+
+    (parameters,) = [cell for cell in read(name).cells if PARAMETERS_TAG in tags(cell)]
+    values = {"GPU": gpu}
+    exec(parameters.source, values)  # noqa: S102 -- the notebook's own settings
+    if "HPARAMS_SET" in values:
+        registry.hparams(values["HPARAMS_SET"]).override(values.get("HPARAMS", ""))
+
+
+def with_overrides(notebook, overrides):
+    """The notebook with a cell that sets `overrides` after its parameters cell (as papermill
+    does), and a first cell that makes failing shell commands fail."""
+    notebook = nbformat.from_dict(json.loads(json.dumps(notebook)))
+    index = next(i for i, cell in enumerate(notebook.cells) if PARAMETERS_TAG in tags(cell))
+    assignments = "\n".join(f"{name} = {value!r}" for name, value in overrides.items())
+    notebook.cells.insert(index + 1, nbformat.v4.new_code_cell(assignments))
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(CHECK_SHELL_COMMANDS))
+    return notebook
+
+
+@pytest.fixture
+def kernel_name(tmp_path, monkeypatch):
+    """A kernelspec for this Python, and a HOME, both in tmp_path: the kernel sees this venv's
+    t2t_lite and console scripts, and writes nothing (IPython history, Keras and matplotlib
+    settings, Jupyter runtime files) outside tmp_path."""
+    name = "t2t_lite_tests"
+    spec_dir = tmp_path / "jupyter" / "kernels" / name
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "t2t_lite tests", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    return name
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_top_to_bottom(name, tmp_path, kernel_name):
+    run = RUNS[name]
+    working_dir = tmp_path / "work"
+    working_dir.mkdir()
+    if run.prepare:
+        run.prepare(working_dir)
+    notebook = with_overrides(read(name), run.overrides)
+
+    NotebookClient(notebook, kernel_name=kernel_name, timeout=900,
+                   skip_cells_with_tag=SKIP_TAG,
+                   resources={"metadata": {"path": str(working_dir)}}).execute()
+
+    for cell in notebook.cells:  # every plot was drawn
+        if cell.cell_type == "code" and "plt.show()" in cell.source:
+            assert any("image/png" in output.get("data", {}) for output in cell.outputs)
+    run.check(working_dir)
