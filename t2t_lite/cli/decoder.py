@@ -31,7 +31,14 @@ def parse_args(argv):
                         "paper-style comparisons on non-ASCII text)")
     parser.add_argument("--bleu_lowercase", action="store_true",
                         help="case-insensitive BLEU")
+    parser.add_argument("--engine", default="tensorflow", choices=("tensorflow", "ctranslate2"),
+                        help="ctranslate2: the fastest on CPUs, converted on first use and "
+                        "cached in MODEL_DIR/ctranslate2 (pip install 't2t_lite[ctranslate2]')")
+    parser.add_argument("--quantization", help="with --engine=ctranslate2: float32 (default), "
+                        "int8 or int8_float32 (int8 weights: faster, nearly the same outputs)")
     args = parser.parse_args(argv)
+    if args.quantization and args.engine != "ctranslate2":
+        parser.error("--quantization needs --engine=ctranslate2")
     if args.batch_size < 1:
         parser.error(f"--batch_size must be positive, got {args.batch_size}")
     if args.decode_reference and not args.decode_from_file:
@@ -138,7 +145,8 @@ def main(argv):
     args = parse_args(argv)
     if args.decode_from_file:  # read before loading the model, so that mistakes show at once
         sources, references = read_sources_and_references(args)
-    _, translator = translating.translator_from_flags(args, args.batch_size)
+    _, translator = translating.translator_from_flags(args, args.batch_size, args.engine,
+                                                      args.quantization or "float32")
     if args.decode_from_file:
         return decode_file(translator, sources, references, args)
     decode_interactively(translator)
