@@ -3,15 +3,14 @@
 Search follows t2t_lite's where CTranslate2 allows it: each input is truncated to max_length
 tokens with its EOS, its output to input length + extra_length tokens (inputs are batched by
 equal length, since CTranslate2's limit is per batch), PAD is never generated, empty inputs give
-empty outputs with score 0. Greedy search gives the same tokens as t2t_lite's. What differs:
+empty outputs with score 0. Greedy search gives the same tokens and scores as t2t_lite's.
+What differs:
 
 - Length penalty: CTranslate2 ranks beam hypotheses by log-probability / length ** alpha',
   t2t_lite by GNMT's ((5 + length) / 6) ** alpha. alpha' = alpha * L / (5 + L), with L the
   batch's input length (EOS included), makes the two agree for outputs near L tokens.
 - CTranslate2's beam search stops when beam_size hypotheses have ended, t2t_lite's only when no
   alive hypothesis can still win; so beam outputs may (rarely) differ.
-- Probabilities are renormalized without PAD (CTranslate2 suppresses a token before the
-  softmax; t2t_lite keeps PAD's share), which a trained model gives almost no probability.
 Scores are reported as t2t_lite's: the log-probability divided by GNMT's penalty.
 """
 
@@ -65,23 +64,36 @@ class CTranslate2Translator:
         return results
 
     def _search(self, rows, input_length):
-        """Rows of input_length - 1 ids -> [Translation]."""
-        alpha = self.hparams.alpha
-        ctranslate2_alpha = alpha * input_length / (5 + input_length)
-        beam_size = self.hparams.beam_size
-        results = self._translator.translate_batch(
-            [[self._tokens[i] for i in row] for row in rows],
-            beam_size=beam_size, length_penalty=ctranslate2_alpha if beam_size > 1 else 0.0,
-            max_decoding_length=input_length + self.hparams.extra_length,
-            min_decoding_length=0, max_input_length=0, return_scores=True,
-            return_end_token=True, suppress_sequences=[[self._tokens[PAD_ID]]])
+        """Rows of input_length - 1 ids -> [Translation].
+
+        CTranslate2 can only forbid a token by removing it from the softmax, which would change
+        every score by PAD's share (not small: label smoothing gives PAD as much as any wrong
+        token). So PAD is allowed, and the rare rows whose result holds PAD (e.g. of an
+        untrained model) are searched again without it; only their scores exclude PAD's share.
+        """
+        beam_size, alpha = self.hparams.beam_size, self.hparams.alpha
+        length_penalty = alpha * input_length / (5 + input_length) if beam_size > 1 else 0.0
+        pad = self._tokens[PAD_ID]
+
+        def search(batch, suppress=None):
+            return self._translator.translate_batch(
+                [[self._tokens[i] for i in row] for row in batch], beam_size=beam_size,
+                length_penalty=length_penalty,
+                max_decoding_length=input_length + self.hparams.extra_length,
+                min_decoding_length=0, max_input_length=0, return_scores=True,
+                return_end_token=True, suppress_sequences=suppress)
+
+        results = search(rows)
+        with_pad = [i for i, result in enumerate(results) if pad in result.hypotheses[0]]
+        if with_pad:
+            for i, result in zip(with_pad, search([rows[i] for i in with_pad], [[pad]])):
+                results[i] = result
         translations = []
         for result in results:
             ids = [self._ids[token] for token in result.hypotheses[0]]
-            length = len(ids)
-            log_prob = result.scores[0] * length ** (ctranslate2_alpha if beam_size > 1 else 0)
+            log_prob = result.scores[0] * len(ids) ** length_penalty
             translations.append(Translation(self.vocabulary.decode(ids),
-                                            log_prob / ((5 + max(length, 1)) / 6) ** alpha))
+                                            log_prob / ((5 + len(ids)) / 6) ** alpha))
         return translations
 
 

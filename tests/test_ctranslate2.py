@@ -19,7 +19,9 @@ from t2t_lite.cli import decoder, exporter
 from t2t_lite.config import HParams
 from t2t_lite.decoding import greedy_search
 from t2t_lite.model import Transformer
-from t2t_lite.text import EOS_ID, PAD_ID, SentencePieceVocabulary
+from t2t_lite.text import EOS_ID, PAD_ID, SentencePieceVocabulary, SymbolVocabulary
+from t2t_lite.translator import Translator
+from t2t_lite.ctranslate2_translator import CTranslate2Translator
 
 ctranslate2 = pytest.importorskip("ctranslate2")  # in the test extra; skipped only without it
 
@@ -115,6 +117,29 @@ def test_a_random_sentencepiece_model_converts_exactly(sentencepiece_vocabulary,
     assert [processor.decode(r.hypotheses[0]) for r in served] == [
         sentencepiece_vocabulary.decode([tokens.index(t) for t in r.hypotheses[0]])
         for r in served]
+
+
+def test_pad_is_never_output_even_by_a_model_that_prefers_it(tmp_path):
+    """A model whose every output is PAD, then EOS, then the same symbol (the last layer norm
+    gives a constant state aligned with PAD's embedding): t2t_lite never outputs PAD nor EOS
+    first here; neither does the engine."""
+    vocabulary = SymbolVocabulary(10)
+    hparams = HParams(num_encoder_layers=1, num_decoder_layers=1, d_model=16, d_ff=16,
+                      num_heads=2, dropout=0.0, max_length=16, beam_size=1, extra_length=3)
+    model = Transformer(hparams, vocabulary.size).create_variables()
+    norm = ctranslate2_export.sublayer_norm(model.decoder_layers[-1], "feed_forward")
+    norm.gamma.assign(np.zeros(16, "float32"))
+    norm.beta.assign(np.ones(16, "float32"))
+    embeddings = np.random.default_rng(0).normal(0, 0.1, (vocabulary.size, 16))
+    embeddings[PAD_ID] = 1.0
+    model.embedding.embeddings.assign(embeddings.astype("float32"))
+    path = str(tmp_path / "model")
+    ctranslate2_export.save(model, vocabulary, path)
+    sources = ["1 2 3", "4", "5 6"]
+    expected = Translator(model, vocabulary, hparams).translate(sources)
+    assert all(t.text for t in expected)
+    engine = CTranslate2Translator(path, vocabulary, hparams).translate(sources)
+    assert [t.text for t in engine] == [t.text for t in expected]
 
 
 @pytest.fixture(scope="module")
