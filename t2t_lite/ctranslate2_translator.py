@@ -8,7 +8,7 @@ What differs:
 
 - Length penalty: CTranslate2 ranks beam hypotheses by log-probability / length ** alpha',
   t2t_lite by GNMT's ((5 + length) / 6) ** alpha. alpha' = alpha * L / (5 + L), with L the
-  batch's input length (EOS included), makes the two agree for outputs near L tokens.
+  input length (EOS included), makes the two rank alike the outputs of about L tokens.
 - CTranslate2's beam search stops when beam_size hypotheses have ended, t2t_lite's only when no
   alive hypothesis can still win; so beam outputs may (rarely) differ.
 Scores are reported as t2t_lite's: the log-probability divided by GNMT's penalty.
@@ -28,8 +28,7 @@ class CTranslate2Translator:
     `vocabulary` and the decoding hparams, like Translator; `quantization` is applied on
     loading (int8 runs a float32 conversion with int8 weights)."""
 
-    def __init__(self, model_path, vocabulary, hparams, batch_size=32, quantization="float32",
-                 threads=0):
+    def __init__(self, model_path, vocabulary, hparams, batch_size=32, quantization="float32"):
         check_quantization(quantization)
         ctranslate2 = import_ctranslate2()
         self.vocabulary = vocabulary
@@ -37,8 +36,7 @@ class CTranslate2Translator:
         self.batch_size = batch_size
         self.max_input_tokens = hparams.max_length - 1  # and EOS
         self._translator = ctranslate2.Translator(model_path, device="cpu",
-                                                  compute_type=quantization,
-                                                  intra_threads=threads)
+                                                  compute_type=quantization)
         self._tokens = vocabulary.tokens()
         self._ids = {token: i for i, token in enumerate(self._tokens)}
 

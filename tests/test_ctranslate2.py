@@ -17,7 +17,6 @@ import sentencepiece
 from t2t_lite import cli, ctranslate2_export
 from t2t_lite.cli import decoder, exporter
 from t2t_lite.config import HParams
-from t2t_lite.decoding import greedy_search
 from t2t_lite.model import Transformer
 from t2t_lite.text import EOS_ID, PAD_ID, SentencePieceVocabulary, SymbolVocabulary
 from t2t_lite.translator import Translator
@@ -35,15 +34,15 @@ def random_sources(vocabulary_size, count, seed, max_length=12):
             for _ in range(count)]
 
 
-def t2t_lite_greedy(model, token_lists, extra_length):
-    """t2t_lite's greedy (ids without EOS, score = log-probability) of each input alone."""
-    results = []
-    for tokens in token_lists:
-        ids, scores = greedy_search(model, np.array([tokens + [EOS_ID]], "int32"), extra_length)
-        ids = ids.numpy()[0].tolist()
-        results.append((ids[: ids.index(EOS_ID)] if EOS_ID in ids else
-                        [i for i in ids if i != PAD_ID], float(scores[0])))
-    return results
+def t2t_lite_greedy(model, vocabulary, token_lists, extra_length):
+    """t2t_lite's greedy outputs (ids without EOS) of `token_lists`."""
+    hparams = model.hparams.replace(beam_size=1, extra_length=extra_length)
+    ids = np.zeros((len(token_lists), max(map(len, token_lists))), "int32")
+    for row, tokens in zip(ids, token_lists):
+        row[: len(tokens)] = tokens
+    translator = Translator(model, vocabulary, hparams)
+    outputs = translator.translate_ids(ids)["outputs"].numpy()
+    return [[i for i in row if i != PAD_ID] for row in outputs]
 
 
 def teacher_forced_log_probs(model, sources, targets):
@@ -64,14 +63,14 @@ def check_exact(model, vocabulary, path, sources, extra_length=6):
     translator = ctranslate2.Translator(path, compute_type="float32")
     tokens = vocabulary.tokens()
     as_tokens = [[tokens[i] for i in ids] for ids in sources]
-    expected = t2t_lite_greedy(model, sources, extra_length)
-    for source, (ids, _) in zip(as_tokens, expected):
+    expected = t2t_lite_greedy(model, vocabulary, sources, extra_length)
+    for source, ids in zip(as_tokens, expected):
         result = translator.translate_batch(
             [source], beam_size=1, max_decoding_length=len(source) + 1 + extra_length,
             suppress_sequences=[[tokens[PAD_ID]]], min_decoding_length=0)[0]
         assert result.hypotheses[0] == [tokens[i] for i in ids]
 
-    targets = [ids for ids, _ in expected[1:] + expected[:1]]  # not the model's own outputs
+    targets = expected[1:] + expected[:1]  # not the model's own outputs
     scored = translator.score_batch(as_tokens, [[tokens[i] for i in t] for t in targets])
     for result, reference in zip(scored, teacher_forced_log_probs(model, sources, targets)):
         np.testing.assert_allclose(result.log_probs, reference, atol=1e-4)
