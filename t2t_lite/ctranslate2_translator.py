@@ -98,9 +98,10 @@ class CTranslate2Translator:
 def ctranslate2_translator(runner, checkpoint_path, hparams, batch_size, quantization):
     """A CTranslate2Translator of runner's checkpoint, converted once and cached in its
     model_dir."""
-    if hparams.max_length + hparams.extra_length > num_positions(runner.hparams):
+    check_quantization(quantization)
+    longest = num_positions(runner.hparams) - hparams.max_length
+    if hparams.extra_length > longest:
         raise UserError(f"--extra_length={hparams.extra_length} is too long for the CTranslate2 "
-                        f"engine: outputs may have at most {num_positions(runner.hparams)} "
-                        "tokens")
+                        f"engine's position table: use at most {longest}")
     return CTranslate2Translator(cached_conversion(runner, checkpoint_path), runner.vocabulary,
                                  hparams, batch_size, quantization)

@@ -34,11 +34,7 @@ def parse_args(argv):
     parser.add_argument("--engine", default="tensorflow", choices=("tensorflow", "ctranslate2"),
                         help="ctranslate2: the fastest on CPUs, converted on first use and "
                         "cached in MODEL_DIR/ctranslate2 (pip install 't2t_lite[ctranslate2]')")
-    parser.add_argument("--quantization", help="with --engine=ctranslate2: float32 (default), "
-                        "int8 or int8_float32 (int8 weights: faster, nearly the same outputs)")
-    args = parser.parse_args(argv)
-    if args.quantization and args.engine != "ctranslate2":
-        parser.error("--quantization needs --engine=ctranslate2")
+    args = translating.parse_with_quantization(parser, argv, "engine", "ctranslate2")
     if args.batch_size < 1:
         parser.error(f"--batch_size must be positive, got {args.batch_size}")
     if args.decode_reference and not args.decode_from_file:

@@ -16,12 +16,7 @@ def parse_args(argv):
     parser.add_argument("--format", default="saved_model", choices=("saved_model", "ctranslate2"),
                         help="ctranslate2: a model directory for the CTranslate2 engine, with "
                         "its vocabulary (pip install 't2t_lite[ctranslate2]')")
-    parser.add_argument("--quantization", help="with --format=ctranslate2: float32 (default), "
-                        "int8 or int8_float32 weights")
-    args = parser.parse_args(argv)
-    if args.quantization and args.format != "ctranslate2":
-        parser.error("--quantization needs --format=ctranslate2")
-    return args
+    return translating.parse_with_quantization(parser, argv, "format", "ctranslate2")
 
 
 def main(argv):

@@ -20,6 +20,17 @@ def add_model_flags(parser):
                         "the model was trained on, if it is not built in")
 
 
+def parse_with_quantization(parser, argv, flag, value):
+    """Adds --quantization, which only --FLAG=VALUE (choosing CTranslate2) uses, and parses."""
+    parser.add_argument("--quantization", help=f"with --{flag}={value}: float32 (default), "
+                        "int8 or int8_float32 (int8 weights: ~4x smaller and faster, nearly the "
+                        "same outputs)")
+    args = parser.parse_args(argv)
+    if args.quantization and getattr(args, flag) != value:
+        parser.error(f"--quantization needs --{flag}={value}")
+    return args
+
+
 def runner_from_flags(args):
     """The Runner of --model_dir (with --data_dir and --usr_dir)."""
     from t2t_lite import registry
