@@ -169,11 +169,19 @@ def cached_conversion(runner, checkpoint_path=None):
         logger.info("using the CTranslate2 conversion %s", path)
         return path
     model = runner.restored_model(checkpoint)
-    os.makedirs(cache_dir, exist_ok=True)
-    temporary = tempfile.mkdtemp(dir=cache_dir, prefix=".tmp-")
+    try:
+        os.makedirs(cache_dir, exist_ok=True)
+        temporary = tempfile.mkdtemp(dir=cache_dir, prefix=".tmp-")
+    except OSError as error:
+        raise UserError(f"cannot keep the CTranslate2 conversion in {cache_dir}: "
+                        f"{error.strerror}; make it writable, or export with t2t-lite-exporter "
+                        "--format=ctranslate2 and load that") from None
     try:
         save(model, runner.vocabulary, os.path.join(temporary, "model"))
         os.replace(os.path.join(temporary, "model"), path)
+    except OSError:
+        if not os.path.isfile(os.path.join(path, "model.bin")):  # another decoder's is as good
+            raise
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
     for name in os.listdir(cache_dir):
