@@ -23,8 +23,8 @@ def add_model_flags(parser):
 def parse_with_quantization(parser, argv, flag, value):
     """Adds --quantization, which only --FLAG=VALUE (choosing CTranslate2) uses, and parses."""
     parser.add_argument("--quantization", help=f"with --{flag}={value}: float32 (default), "
-                        "int8 or int8_float32 (int8 weights: ~4x smaller and faster, nearly the "
-                        "same outputs)")
+                        "int8 or int8_float32 (int8 weights: 4x smaller, usually faster, nearly "
+                        "the same outputs)")
     args = parser.parse_args(argv)
     if args.quantization and getattr(args, flag) != value:
         parser.error(f"--quantization needs --{flag}={value}")
