@@ -1,26 +1,36 @@
-"""Beam-search decoding throughput: t2t_lite (graph, XLA, uncached) vs HuggingFace MarianMTModel.
+"""Decoding throughput: t2t_lite (graph, XLA, uncached), its CTranslate2 export (float32,
+int8) and HuggingFace MarianMTModel; and BLEU of a trained model with each t2t_lite engine.
 
-Same architecture and random weights' shapes on both sides, a batch of 32 sources of 24 tokens
-(23 + EOS), beam 4, exactly 32 generated tokens (EOS is made impossible on both sides: HF's
-min_new_tokens, and a logits mask here), float32 on the CPU. Each configuration is warmed up
-once (tracing, XLA compilation) and then timed `--repeats` times, interleaved so that load from
-other processes falls on all of them alike; the median is reported, and the best run as a hint of
-what a quiet machine gives (the uncached decoder, which recomputes the whole decoder for every
-token, is timed once).
+Same architecture and random weights' shapes everywhere, a batch of 32 sources of 24 tokens
+(23 + EOS), beam 4 and greedy, exactly 32 generated tokens (EOS is made impossible: HF's
+min_new_tokens, CTranslate2's min_decoding_length, and a logits mask here), on the CPU. The
+CTranslate2 model is t2t_lite's own model converted by t2t_lite.ctranslate2_export. Each
+configuration is warmed up once (tracing, XLA compilation) and then timed `--repeats` times,
+interleaved so that load from other processes falls on all of them alike; the median is
+reported, and the best run as a hint of what a quiet machine gives (the uncached decoder, which
+recomputes the whole decoder for every token, is timed once).
+
+With --bleu_model_dir, also translates --bleu_source with t2t-lite-decoder's engines (TensorFlow,
+CTranslate2 float32 and int8; beam 4) and prints each one's BLEU against --bleu_reference and
+its sentences/s (the decoder's own count, first-batch tracing included).
 
     pip install -r benchmarks/requirements.txt
-    python benchmarks/decoding.py [--shapes small base] [--repeats 3] [--threads 2]
+    python benchmarks/decoding.py [--shapes small base] [--beams 4 1] [--repeats 3] [--threads 2]
+        [--bleu_model_dir M --bleu_source src.txt --bleu_reference ref.txt]
 
-Before/after a change, in one run (t2t_lite only, from each checkout; see checkouts.py):
+Before/after a change, in one run (t2t_lite's TensorFlow engine only, from each checkout; see
+checkouts.py):
 
     python benchmarks/decoding.py --no_uncached --checkouts main=/work/main branch=.
 """
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -29,12 +39,11 @@ import checkouts
 
 BATCH, SOURCE_LENGTH, OUTPUT_LENGTH, BEAM, VOCAB = 32, 24, 32, 4, 32000
 SHAPES = {
+    "tiny": dict(num_encoder_layers=1, num_decoder_layers=1, d_model=32, d_ff=64, num_heads=2),
     "small": dict(num_encoder_layers=3, num_decoder_layers=3, d_model=256, d_ff=1024,
                   num_heads=4),
     "base": dict(num_encoder_layers=6, num_decoder_layers=6, d_model=512, d_ff=2048,
                  num_heads=8),
-    # Only to check that the script runs.
-    "tiny": dict(num_encoder_layers=1, num_decoder_layers=1, d_model=32, d_ff=64, num_heads=2),
 }
 
 
@@ -55,7 +64,7 @@ def no_eos_model(shape):
     return NoEosTransformer(HParams(dropout=0.0, **SHAPES[shape]), VOCAB).create_variables()
 
 
-def t2t_lite_decoders(shape, sources, uncached):
+def t2t_lite_decoders(shape, sources, beams, uncached):
     import tensorflow as tf
 
     from t2t_lite.decoding import search
@@ -67,18 +76,53 @@ def t2t_lite_decoders(shape, sources, uncached):
     extra_length = OUTPUT_LENGTH - SOURCE_LENGTH  # the limit is input length + extra_length
     inputs = tf.constant(sources)
 
-    def decoder(step_model, jit_compile):
+    def decoder(step_model, jit_compile, beam):
         function = tf.function(
-            lambda x: search(step_model, x, BEAM, 0.6, extra_length), jit_compile=jit_compile)
+            lambda x: search(step_model, x, beam, 0.6, extra_length), jit_compile=jit_compile)
         return lambda: function(inputs)[0].numpy()
 
-    decoders = {"t2t_lite": decoder(model, False), "t2t_lite XLA": decoder(model, True)}
-    if uncached:
-        decoders["t2t_lite uncached"] = decoder(UncachedDecoder(model), False)
+    decoders = {}
+    for beam in beams:
+        decoders[f"t2t_lite beam {beam}"] = decoder(model, False, beam)
+        decoders[f"t2t_lite XLA beam {beam}"] = decoder(model, True, beam)
+        if uncached and beam == BEAM:
+            decoders[f"t2t_lite uncached beam {beam}"] = decoder(UncachedDecoder(model), False,
+                                                                 beam)
     return decoders
 
 
-def huggingface_decoder(shape, sources):
+def ctranslate2_decoders(shape, sources, beams, threads):
+    """t2t_lite's model of `shape`, converted to CTranslate2, in float32 and with int8 weights."""
+    import ctranslate2
+
+    from t2t_lite.ctranslate2_export import save
+    from t2t_lite.text import SymbolVocabulary
+
+    vocabulary = SymbolVocabulary(VOCAB - 2)
+    path = os.path.join(tempfile.mkdtemp(prefix="ctranslate2-benchmark-"), "model")
+    save(no_eos_model(shape), vocabulary, path)
+    tokens = vocabulary.tokens()
+    batch = [[tokens[i] for i in row[:-1]] for row in sources]  # CTranslate2 appends EOS
+
+    def decoder(translator, beam):
+        def decode():  # length_penalty: the engine's alpha' for alpha 0.6 and 24 input tokens
+            results = translator.translate_batch(
+                batch, beam_size=beam, length_penalty=0.5, max_decoding_length=OUTPUT_LENGTH,
+                min_decoding_length=OUTPUT_LENGTH, max_input_length=0,
+                suppress_sequences=[[tokens[0]]])
+            return [r.hypotheses[0] for r in results]
+        return decode
+
+    decoders = {}
+    for quantization in ("float32", "int8"):
+        translator = ctranslate2.Translator(path, compute_type=quantization,
+                                            intra_threads=threads)
+        for beam in beams:
+            decoders[f"CTranslate2 {quantization} beam {beam}"] = decoder(translator, beam)
+    return decoders
+
+
+def huggingface_decoders(shape, sources, beams):
     import torch
     from transformers import MarianConfig, MarianMTModel
 
@@ -92,25 +136,30 @@ def huggingface_decoder(shape, sources):
         dropout=0.0)).eval()
     input_ids = torch.tensor(sources, dtype=torch.long)
 
-    def decode():
-        with torch.inference_mode():
-            return model.generate(
-                input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
-                num_beams=BEAM, length_penalty=0.6, max_new_tokens=OUTPUT_LENGTH,
-                min_new_tokens=OUTPUT_LENGTH, do_sample=False).numpy()
+    def decoder(beam):
+        def decode():
+            with torch.inference_mode():
+                return model.generate(
+                    input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
+                    num_beams=beam, length_penalty=0.6, max_new_tokens=OUTPUT_LENGTH,
+                    min_new_tokens=OUTPUT_LENGTH, do_sample=False).numpy()
+        return decode
 
-    return {"HF transformers": decode}
+    return {f"HF transformers beam {beam}": decoder(beam) for beam in beams}
 
 
 def generated_tokens(name, outputs):
     """The fewest tokens generated for a sentence (HF's outputs start with the decoder start
-    token, PAD; t2t_lite's are PAD-padded after EOS)."""
+    token, PAD; t2t_lite's are PAD-padded after EOS; CTranslate2's are token lists without
+    EOS)."""
+    if name.startswith("CTranslate2"):
+        return min(map(len, outputs))
     if name.startswith("HF"):
         outputs = outputs[:, 1:]
     return int((outputs > 1).sum(axis=1).min())
 
 
-def worker(framework, shape, threads, uncached, label="", checkout=None):
+def worker(framework, shape, threads, beams, uncached, label="", checkout=None):
     """Serves timed decodes over stdin/stdout: one framework per process, so that TensorFlow's
     and PyTorch's thread pools never compete; its decoders' names start with `label`."""
     rng = np.random.default_rng(0)
@@ -122,12 +171,14 @@ def worker(framework, shape, threads, uncached, label="", checkout=None):
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
         checkouts.check_imported_from(checkout)
-        decoders = t2t_lite_decoders(shape, sources, uncached)
+        decoders = t2t_lite_decoders(shape, sources, beams, uncached)
+    elif framework == "ct2":
+        decoders = ctranslate2_decoders(shape, sources, beams, threads)
     else:
         import torch
 
         torch.set_num_threads(threads)
-        decoders = huggingface_decoder(shape, sources)
+        decoders = huggingface_decoders(shape, sources, beams)
     decoders = {label + name: decode for name, decode in decoders.items()}
     for name, decode in decoders.items():  # warm-up: tracing, XLA compilation
         length = generated_tokens(name, decode())
@@ -139,40 +190,74 @@ def worker(framework, shape, threads, uncached, label="", checkout=None):
         print(time.perf_counter() - start, flush=True)
 
 
+def engine_bleu(model_dir, source, reference, threads):
+    """BLEU and sentences/s of t2t-lite-decoder (beam 4) with each engine, one process each."""
+    print(f"BLEU of {model_dir} on {source}, beam 4, {threads} threads")
+    print("| engine | BLEU | sentences/s |")
+    print("| --- | ---: | ---: |")
+    decoder = os.path.join(os.path.dirname(sys.executable), "t2t-lite-decoder")
+    for engine in ([], ["--engine=ctranslate2"], ["--engine=ctranslate2", "--quantization=int8"]):
+        with tempfile.NamedTemporaryFile(suffix=".txt") as output:
+            result = subprocess.run(
+                [decoder, f"--model_dir={model_dir}", f"--decode_from_file={source}",
+                 f"--decode_reference={reference}", f"--decode_to_file={output.name}",
+                 "--beam_size=4", *engine], capture_output=True, text=True, check=True,
+                env={**os.environ, "OMP_NUM_THREADS": str(threads),
+                     "TF_NUM_INTRAOP_THREADS": str(threads),
+                     "TF_NUM_INTEROP_THREADS": str(threads)})
+        bleu = re.search(r"^BLEU = ([\d.]+)", result.stdout, re.MULTILINE).group(1)
+        speed = re.search(r"\(([\d.]+) sentences/s\)", result.stdout).group(1)
+        print(f"| {' '.join(engine) or '--engine=tensorflow'} | {bleu} | {speed} |", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--shapes", nargs="+", default=["small", "base"], choices=SHAPES)
+    parser.add_argument("--shapes", nargs="*", default=["small", "base"], choices=SHAPES)
+    parser.add_argument("--beams", nargs="+", type=int, default=[BEAM, 1])
+    parser.add_argument("--frameworks", nargs="+", default=["tf", "ct2", "torch"],
+                        choices=["tf", "ct2", "torch"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no_uncached", action="store_true",
                         help="skip the slow uncached decoder")
     parser.add_argument("--checkouts", nargs="+", metavar="NAME=PATH",
-                        help="time t2t_lite from each of these checkouts instead of t2t_lite "
-                        "and HF transformers")
+                        help="time t2t_lite's TensorFlow engine from each of these checkouts "
+                        "instead of --frameworks")
+    parser.add_argument("--bleu_model_dir", help="a trained translation model_dir")
+    parser.add_argument("--bleu_source", help="its test source sentences, one a line")
+    parser.add_argument("--bleu_reference", help="their reference translations")
     parser.add_argument("--worker", nargs=2, metavar=("FRAMEWORK", "SHAPE"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--label", default="", help=argparse.SUPPRESS)
     parser.add_argument("--checkout", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        return worker(*args.worker, args.threads, not args.no_uncached, args.label,
+        return worker(*args.worker, args.threads, args.beams, not args.no_uncached, args.label,
                       args.checkout)
+    if args.shapes:
+        throughput(args)
+    if args.bleu_model_dir:
+        engine_bleu(args.bleu_model_dir, args.bleu_source, args.bleu_reference, args.threads)
+    return None
+
+
+def throughput(args):
+    print(f"batch {BATCH} x {SOURCE_LENGTH} source tokens, beams {args.beams}, {OUTPUT_LENGTH} "
+          f"generated tokens, vocab {VOCAB}, {args.threads} threads, median of {args.repeats}")
+    print("| shape | decoder | sentences/s | tokens/s | seconds/batch | best seconds/batch |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
     if args.checkouts:
         specs = [("tf", f"{name} ", path)
                  for name, path in checkouts.parse(args.checkouts).items()]
     else:
-        specs = [("tf", "", None), ("torch", "", None)]
-
-    print(f"batch {BATCH} x {SOURCE_LENGTH} source tokens, beam {BEAM}, {OUTPUT_LENGTH} "
-          f"generated tokens, vocab {VOCAB}, {args.threads} threads, median of {args.repeats}")
-    print("| shape | decoder | sentences/s | tokens/s | seconds/batch | best seconds/batch |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
+        specs = [(framework, "", None) for framework in args.frameworks]
     for shape in args.shapes:
         workers, times = {}, {}
         for framework, label, checkout in specs:
             process = subprocess.Popen(
                 [sys.executable, __file__, "--worker", framework, shape,
-                 f"--threads={args.threads}", f"--label={label}"]
+                 f"--threads={args.threads}", "--beams", *map(str, args.beams),
+                 f"--label={label}"]
                 + (["--no_uncached"] if args.no_uncached else [])
                 + ([f"--checkout={checkout}"] if checkout else []),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,

@@ -21,7 +21,16 @@ SIGNATURES = ("serving_default", "translate_ids")
 
 
 def export(translator, export_dir):
-    """Saves `translator` as a new version in export_dir; returns the version's path.
+    """Saves `translator` as a new SavedModel version in export_dir; returns the version's
+    path."""
+    return new_version(export_dir, lambda path: tf.saved_model.save(translator, path, signatures={
+        "serving_default": translator.translate_strings,
+        "translate_ids": translator.translate_ids,
+    }))
+
+
+def new_version(export_dir, write):
+    """Calls write(path) to write a new version of export_dir; returns the version's path.
 
     The version is the time in seconds (as tf.estimator did), and is written under a temporary
     name and renamed, so a server never loads a half-written model.
@@ -32,12 +41,8 @@ def export(translator, export_dir):
     path = os.path.join(export_dir, str(version))
     temporary = tempfile.mkdtemp(dir=export_dir, prefix=".tmp-")
     try:
-        tf.saved_model.save(translator, temporary, signatures={
-            "serving_default": translator.translate_strings,
-            "translate_ids": translator.translate_ids,
-        })
-        os.replace(temporary, path)
-    except BaseException:
+        write(os.path.join(temporary, "model"))
+        os.replace(os.path.join(temporary, "model"), path)
+    finally:
         shutil.rmtree(temporary, ignore_errors=True)
-        raise
     return path

@@ -110,12 +110,19 @@ class Runner:
         logger.info("restored %s", path)
         return model
 
-    def translator(self, model=None, *, checkpoint_path=None, batch_size=32, **decoding):
+    def translator(self, model=None, *, checkpoint_path=None, batch_size=32,
+                   engine="tensorflow", quantization="float32", **decoding):
         """A Translator of `model` (default: restored from checkpoint_path or the latest
         checkpoint) with the model_dir's decoding hparams changed by `decoding` (beam_size,
-        alpha, extra_length; None keeps a value)."""
+        alpha, extra_length; None keeps a value). engine="ctranslate2" gives a
+        CTranslate2Translator of the checkpoint, in `quantization`, instead."""
         changes = {name: value for name, value in decoding.items() if value is not None}
         hparams = self.hparams.replace(**changes)
+        if engine == "ctranslate2":
+            from t2t_lite.ctranslate2_translator import ctranslate2_translator
+
+            return ctranslate2_translator(self, checkpoint_path, hparams, batch_size,
+                                          quantization)
         if model is None:
             model = self.restored_model(checkpoint_path)
         return Translator(model, self.vocabulary, hparams, batch_size)

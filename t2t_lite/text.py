@@ -63,6 +63,10 @@ class Vocabulary(tf.Module):
         """int32 [batch, length] -> tf.string [batch], stopping at EOS, for the exported model."""
         raise NotImplementedError
 
+    def tokens(self):
+        """The distinct string of each id 0..size-1, for engines that take tokens, not ids."""
+        raise NotImplementedError
+
 
 class SymbolVocabulary(Vocabulary):
     """Space-separated integer symbols 0..n-1, as in tensor2tensor's algorithmic problems.
@@ -99,6 +103,9 @@ class SymbolVocabulary(Vocabulary):
         symbols = tf.ragged.boolean_mask(ids, tf_strip_mask(ids)) - 2
         return tf.strings.reduce_join(tf.strings.as_string(symbols), axis=-1, separator=" ")
 
+    def tokens(self):
+        return ["<pad>", "</s>"] + [str(symbol) for symbol in range(self.num_symbols)]
+
 
 class SentencePieceVocabulary(Vocabulary):
     """SentencePiece subwords (BPE or unigram) with PAD=0, EOS=1, UNK=2 and no BOS.
@@ -114,6 +121,7 @@ class SentencePieceVocabulary(Vocabulary):
     def __init__(self, model):
         """`model`: the bytes of a SentencePiece model file."""
         super().__init__()
+        self.model_proto = model  # for exports that ship the tokenizer
         self._processor = sentencepiece.SentencePieceProcessor(model_proto=model)
         self.tokenizer = tensorflow_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
         self.tokenizer._model_resource = _SharedModelResource(
@@ -166,6 +174,9 @@ class SentencePieceVocabulary(Vocabulary):
 
     def tf_decode(self, ids):
         return self.tokenizer.detokenize(tf.ragged.boolean_mask(ids, tf_strip_mask(ids)))
+
+    def tokens(self):
+        return [self._processor.id_to_piece(i) for i in range(self.size)]
 
 
 class _SharedModelResource(tf_text_sentencepiece._SentencepieceModelResource):

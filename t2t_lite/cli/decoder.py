@@ -34,13 +34,19 @@ def parse_args(argv):
     parser.add_argument("--attention_dir", help="write N.png (encoder-decoder attention of "
                         "every layer and head) and N.npz (all attention weights) for line N "
                         "and its translation (needs --decode_from_file and the viz extra)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--engine", default="tensorflow", choices=("tensorflow", "ctranslate2"),
+                        help="ctranslate2: the fastest on CPUs, converted on first use and "
+                        "cached in MODEL_DIR/ctranslate2 (pip install 't2t_lite[ctranslate2]')")
+    args = translating.parse_with_quantization(parser, argv, "engine", "ctranslate2")
     if args.batch_size < 1:
         parser.error(f"--batch_size must be positive, got {args.batch_size}")
     if args.decode_reference and not args.decode_from_file:
         parser.error("--decode_reference needs --decode_from_file")
     if args.attention_dir and not args.decode_from_file:
         parser.error("--attention_dir needs --decode_from_file")
+    if args.attention_dir and args.engine != "tensorflow":
+        parser.error("--attention_dir needs the tensorflow engine (CTranslate2 does not return "
+                     "attention weights)")
     return args
 
 
@@ -158,7 +164,8 @@ def main(argv):
         from t2t_lite.attention_plot import require_matplotlib
 
         require_matplotlib()
-    _, translator = translating.translator_from_flags(args, args.batch_size)
+    _, translator = translating.translator_from_flags(args, args.batch_size, args.engine,
+                                                      args.quantization or "float32")
     if args.decode_from_file:
         return decode_file(translator, sources, references, args)
     decode_interactively(translator)

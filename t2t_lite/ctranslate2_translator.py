@@ -1,0 +1,107 @@
+"""The CTranslate2 engine: a Translator with the same interface and outputs, run by CTranslate2.
+
+Search follows t2t_lite's where CTranslate2 allows it: each input is truncated to max_length
+tokens with its EOS, its output to input length + extra_length tokens (inputs are batched by
+equal length, since CTranslate2's limit is per batch), PAD is never generated, empty inputs give
+empty outputs with score 0. Greedy search gives the same tokens and scores as t2t_lite's.
+What differs:
+
+- Length penalty: CTranslate2 ranks beam hypotheses by log-probability / length ** alpha',
+  t2t_lite by GNMT's ((5 + length) / 6) ** alpha. alpha' = alpha * L / (5 + L), with L the
+  input length (EOS included), makes the two rank alike the outputs of about L tokens.
+- CTranslate2's beam search stops when beam_size hypotheses have ended, t2t_lite's only when no
+  alive hypothesis can still win; so beam outputs may (rarely) differ.
+Scores are reported as t2t_lite's: the log-probability divided by GNMT's penalty.
+"""
+
+import itertools
+
+from t2t_lite.ctranslate2_export import (cached_conversion, check_quantization,
+                                          import_ctranslate2, num_positions)
+from t2t_lite.errors import UserError
+from t2t_lite.text import PAD_ID
+from t2t_lite.translator import Translation
+
+
+class CTranslate2Translator:
+    """Translates with the CTranslate2 model directory `model_path` (see ctranslate2_export),
+    `vocabulary` and the decoding hparams, like Translator; `quantization` is applied on
+    loading (int8 runs a float32 conversion with int8 weights)."""
+
+    def __init__(self, model_path, vocabulary, hparams, batch_size=32, quantization="float32"):
+        check_quantization(quantization)
+        ctranslate2 = import_ctranslate2()
+        self.vocabulary = vocabulary
+        self.hparams = hparams
+        self.batch_size = batch_size
+        self.max_input_tokens = hparams.max_length - 1  # and EOS
+        self._translator = ctranslate2.Translator(model_path, device="cpu",
+                                                  compute_type=quantization)
+        self._tokens = vocabulary.tokens()
+        self._ids = {token: i for i, token in enumerate(self._tokens)}
+
+    def is_truncated(self, tokens):
+        """Whether translating `tokens` (ids without EOS) will drop some of them."""
+        return len(tokens) > self.max_input_tokens
+
+    def translate(self, texts):
+        """[str] -> [Translation], in the same order."""
+        return self.translate_tokens([self.vocabulary.encode(text) for text in texts])
+
+    def translate_tokens(self, token_lists):
+        """[[id]] without EOS -> [Translation], in the same order."""
+        rows = [list(tokens[: self.max_input_tokens]) for tokens in token_lists]
+        results = [Translation("", 0.0)] * len(rows)
+        order = sorted((i for i, row in enumerate(rows) if row), key=lambda i: len(rows[i]))
+        for length, same_length in itertools.groupby(order, key=lambda i: len(rows[i])):
+            same_length = list(same_length)
+            for start in range(0, len(same_length), self.batch_size):
+                chunk = same_length[start:start + self.batch_size]
+                for i, result in zip(chunk, self._search([rows[i] for i in chunk], length + 1)):
+                    results[i] = result
+        return results
+
+    def _search(self, rows, input_length):
+        """Rows of input_length - 1 ids -> [Translation].
+
+        CTranslate2 can only forbid a token by removing it from the softmax, which would change
+        every score by PAD's share (not small: label smoothing gives PAD as much as any wrong
+        token). So PAD is allowed, and the rare rows whose result holds PAD (e.g. of an
+        untrained model) are searched again without it; only their scores exclude PAD's share.
+        """
+        beam_size, alpha = self.hparams.beam_size, self.hparams.alpha
+        length_penalty = alpha * input_length / (5 + input_length) if beam_size > 1 else 0.0
+        pad = self._tokens[PAD_ID]
+
+        def search(batch, suppress=None):
+            return self._translator.translate_batch(
+                [[self._tokens[i] for i in row] for row in batch], beam_size=beam_size,
+                length_penalty=length_penalty,
+                max_decoding_length=input_length + self.hparams.extra_length,
+                min_decoding_length=0, max_input_length=0, return_scores=True,
+                return_end_token=True, suppress_sequences=suppress)
+
+        results = search(rows)
+        with_pad = [i for i, result in enumerate(results) if pad in result.hypotheses[0]]
+        if with_pad:
+            for i, result in zip(with_pad, search([rows[i] for i in with_pad], [[pad]])):
+                results[i] = result
+        translations = []
+        for result in results:
+            ids = [self._ids[token] for token in result.hypotheses[0]]
+            log_prob = result.scores[0] * len(ids) ** length_penalty
+            translations.append(Translation(self.vocabulary.decode(ids),
+                                            log_prob / ((5 + len(ids)) / 6) ** alpha))
+        return translations
+
+
+def ctranslate2_translator(runner, checkpoint_path, hparams, batch_size, quantization):
+    """A CTranslate2Translator of runner's checkpoint, converted once and cached in its
+    model_dir."""
+    check_quantization(quantization)
+    longest = num_positions(runner.hparams) - hparams.max_length
+    if hparams.extra_length > longest:
+        raise UserError(f"--extra_length={hparams.extra_length} is too long for the CTranslate2 "
+                        f"engine's position table: use at most {longest}")
+    return CTranslate2Translator(cached_conversion(runner, checkpoint_path), runner.vocabulary,
+                                 hparams, batch_size, quantization)
