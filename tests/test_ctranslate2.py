@@ -124,7 +124,7 @@ def test_pad_is_never_output_even_by_a_model_that_prefers_it(tmp_path):
     hparams = HParams(num_encoder_layers=1, num_decoder_layers=1, d_model=16, d_ff=16,
                       num_heads=2, dropout=0.0, max_length=16, beam_size=1, extra_length=3)
     model = Transformer(hparams, vocabulary.size).create_variables()
-    norm = ctranslate2_export.sublayer_norm(model.decoder_layers[-1], "feed_forward")
+    norm = model.decoder_layers[-1].feed_forward_norm
     norm.gamma.assign(np.zeros(16, "float32"))
     norm.beta.assign(np.ones(16, "float32"))
     embeddings = np.random.default_rng(0).normal(0, 0.1, (vocabulary.size, 16))
