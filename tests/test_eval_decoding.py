@@ -16,8 +16,9 @@ def scalars(event_dir):
     for path in tf.io.gfile.glob(os.path.join(event_dir, "events.out.tfevents.*")):
         for event in tf.compat.v1.train.summary_iterator(path):
             for value in event.summary.value:
-                values.setdefault(value.tag, {})[event.step] = float(
-                    tf.make_ndarray(value.tensor))
+                if value.metadata.plugin_data.plugin_name == "scalars":
+                    values.setdefault(value.tag, {})[event.step] = float(
+                        tf.make_ndarray(value.tensor))
     return values
 
 
