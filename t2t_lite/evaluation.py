@@ -82,7 +82,8 @@ class ReplicatedTranslation:
         self.replicas = strategy.num_replicas_in_sync // worker_index(strategy)[1]
         self._step = tf.function(
             lambda ids: strategy.experimental_local_results(
-                strategy.run(translator.translate_ids, args=(ids,))),
+                strategy.run(lambda replica_ids: translator.translate_ids(replica_ids),
+                             args=(ids,))),
             reduce_retracing=True)
 
     def __call__(self, token_lists):
