@@ -275,7 +275,8 @@ class Evaluator:
     def average(self, checkpoint_dir, *, last=0, best=0):
         """Averages the `last` N checkpoints of checkpoint_dir, or the `best` N by keep_best_by
         among those kept, into the model_dir checkpoint_dir/avg; evaluates it, records its
-        metrics in its info.json and logs them beside the last and the best checkpoint's."""
+        metrics in its info.json and logs them beside the last and the best checkpoint's;
+        returns them (None if no checkpoint was there to average)."""
         paths = checkpoint_paths(checkpoint_dir)
         if last:
             chosen, how = paths[-last:], f"the last {last}"
@@ -287,6 +288,8 @@ class Evaluator:
         if len(chosen) < (last or best):
             logger.warning("averaging %d checkpoints, not %s: only they are kept (see "
                            "--keep_checkpoints, --save_every)", len(chosen), how)
+        if not chosen:
+            return None
         avg_dir = os.path.join(checkpoint_dir, AVG_DIR)
         metrics = self.evaluate_checkpoint(average_checkpoints(self.runner, chosen, avg_dir,
                                                                replace=True))

@@ -28,13 +28,13 @@ def parse_args(argv):
     add_bleu_tokenize_flag(parser)
     parser.add_argument("--bleu_lowercase", action="store_true",
                         help="case-insensitive BLEU")
-    add_split_flags(parser)
+    add_split_and_n_best_flags(parser)
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error(f"--batch_size must be positive, got {args.batch_size}")
     if args.decode_reference and not args.decode_from_file:
         parser.error("--decode_reference needs --decode_from_file")
-    check_split_flags(parser, args)
+    check_split_and_n_best_flags(parser, args)
     return args
 
 
@@ -46,7 +46,7 @@ def add_bleu_tokenize_flag(parser):
                         "standard; intl for paper-style comparisons on non-ASCII text)")
 
 
-def add_split_flags(parser):
+def add_split_and_n_best_flags(parser):
     parser.add_argument("--split", choices=("dev", "test"),
                         help="translate this split of the problem's data_dir and score it "
                         "against its references; --decode_to_file=OUT also writes OUT.src, "
@@ -56,7 +56,7 @@ def add_split_flags(parser):
                         "'hypothesis<TAB>score', best first (needs --beam_size >= K)")
 
 
-def check_split_flags(parser, args):
+def check_split_and_n_best_flags(parser, args):
     if args.split and (args.decode_from_file or args.decode_reference):
         parser.error("--split reads the split's sources and references from the data_dir: "
                      "drop --decode_from_file and --decode_reference")
