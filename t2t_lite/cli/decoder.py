@@ -51,7 +51,7 @@ def add_split_and_n_best_flags(parser):
                         help="translate this split of the problem's data_dir and score it "
                         "against its references; --decode_to_file=OUT also writes OUT.src, "
                         "OUT.ref and OUT.tsv (source, reference, hypothesis, score)")
-    parser.add_argument("--n_best", type=int, default=None,
+    parser.add_argument("--n_best", type=int, default=None, metavar="K",
                         help="write the K best hypotheses of each input, one a line as "
                         "'hypothesis<TAB>score', best first (needs --beam_size >= K)")
 
