@@ -79,7 +79,8 @@ def add_early_stopping_and_averaging_flags(parser):
     parser.add_argument("--early_stopping", type=int, default=0, metavar="N",
                         help="stop after N evaluations without improvement of the "
                         "--keep_best_by metric (0: never)")
-    parser.add_argument("--early_stopping_min_delta", type=float, default=0.0, metavar="DELTA",
+    parser.add_argument("--early_stopping_min_delta", type=float, default=0.0,
+                        metavar="DELTA",
                         help="what counts as an improvement for --early_stopping: more than "
                         "this (default 0)")
     averaging = parser.add_mutually_exclusive_group()
