@@ -159,10 +159,6 @@ class Evaluator:
                                        self.runner.data_dir, self.split, self.decode_examples)
             logger.info("decoding %s at each evaluation, %s", self._sample.description,
                         self.search_name())
-            if self._writer:
-                with self._writer.as_default(step=0):
-                    tf.summary.text("decoded_sample", f"{self._sample.description}, "
-                                    f"{self.search_name()}")
         return self._sample
 
     def search_name(self):
@@ -200,7 +196,10 @@ class Evaluator:
         if self.output_dir:
             with self._writer.as_default(step=step):
                 for name, value in metrics.items():
-                    tf.summary.scalar(name, value)
+                    decoded = name in self.problem.metric_names
+                    tf.summary.scalar(name, value, description=(
+                        f"on {self.sample.description}, {self.search_name()}" if decoded
+                        else None))
             self._writer.flush()
             write_text_atomically(os.path.join(self.output_dir, HISTORY_FILE),
                                   json.dumps(self.history, indent=1) + "\n")
