@@ -9,7 +9,7 @@ import os
 
 from t2t_lite.corpus import sample_sentences
 from t2t_lite.errors import UserError
-from t2t_lite.metrics import bleu
+from t2t_lite.metrics import bleu, bleu_tokenizer_for, chrf
 from t2t_lite.problem import Problem
 from t2t_lite.registry import register_problem
 from t2t_lite.text import SentencePieceVocabulary
@@ -26,6 +26,9 @@ class TranslationProblem(Problem):
     # Pairs sampled to train the vocabulary: bounds its time and memory on large corpora.
     vocab_sample_pairs = 500_000
     num_shards = {"train": 100, "dev": 1, "test": 1}
+    metric_names = ("bleu", "chrf")
+    target_language = None  # an ISO 639-1 code; it picks BLEU's tokenizer (zh, ja-mecab, 13a)
+    bleu_tokenize = None  # sacreBLEU's tokenizer, if not the target language's (--bleu_tokenize)
 
     def vocabulary_path(self, data_dir):
         return os.path.join(data_dir, f"{self.name}.sentencepiece.model")
@@ -37,10 +40,13 @@ class TranslationProblem(Problem):
                             f"--data_dir={data_dir}`")
         return SentencePieceVocabulary.load(path)
 
+    def bleu_tokenizer(self):
+        return self.bleu_tokenize or bleu_tokenizer_for(self.target_language)
+
     def decode_metrics(self, hypotheses, references):
-        """Corpus BLEU, sacreBLEU's default (cased, 13a tokenization), in 0..100."""
-        score, _ = bleu(hypotheses, references)
-        return {"bleu": score.score}
+        """Corpus BLEU (cased, with the target language's tokenizer) and chrF, in 0..100."""
+        score, _ = bleu(hypotheses, references, self.bleu_tokenizer())
+        return {"bleu": score.score, "chrf": chrf(hypotheses, references)}
 
     def build_vocabulary(self, data_dir, raw_dir):
         """Trains the vocabulary once; an existing one is reused if it is the one requested."""

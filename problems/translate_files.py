@@ -42,6 +42,7 @@ class TranslateFiles(TranslationProblem):
         self.spec = spec
         self.vocab_size = spec["vocab_size"]
         self.vocab_type = spec["vocab_type"]
+        self.target_language = spec["target_lang"]
         self.num_shards = {split: type(self).num_shards[split] for split in spec["files"]}
 
     @classmethod

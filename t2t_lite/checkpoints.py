@@ -88,21 +88,32 @@ def _with_legacy_norm_names(checkpoint):
         for attribute, names in LEGACY_NORMS.items()}))
 
 
-def average_checkpoints(runner, num_checkpoints, output_dir):
-    """Writes to output_dir a model_dir whose model weights are the element-wise mean of the
-    last `num_checkpoints` of runner's model_dir; its step and optimizer state are the last
-    one's, so training could even continue from it. Returns the new checkpoint's path."""
+def last_checkpoints(model_dir, n):
+    """The last n checkpoints CheckpointManager kept in model_dir, oldest first."""
+    paths = checkpoint_paths(model_dir)
+    if not paths:
+        raise UserError(f"{model_dir} holds no checkpoint: train it with t2t-lite-trainer first")
+    if n > len(paths):
+        raise UserError(f"--n={n} but {model_dir} keeps only {len(paths)} checkpoints (see the "
+                        "trainer's --keep_checkpoints)")
+    return paths[-n:]
+
+
+def checkpoint_step(path):
+    """The step a CheckpointManager checkpoint was saved at: N of .../ckpt-N."""
+    return int(path.rsplit("-", 1)[1])
+
+
+def average_checkpoints(runner, paths, output_dir, info=None, replace=False):
+    """Writes to output_dir a model_dir whose model weights are the element-wise mean of those
+    of the checkpoints `paths` of runner's experiment; its step and optimizer state are the last
+    path's, so training could even continue from it. `info` goes into its info.json besides the
+    averaged paths; an existing output_dir is an error unless `replace`. Returns the new
+    checkpoint's path."""
     from t2t_lite.training import Trainer
 
-    paths = checkpoint_paths(runner.model_dir)
-    if not paths:
-        raise UserError(f"{runner.model_dir} holds no checkpoint: train it with "
-                        "t2t-lite-trainer first")
-    if num_checkpoints > len(paths):
-        raise UserError(f"--n={num_checkpoints} but {runner.model_dir} keeps only {len(paths)} "
-                        "checkpoints (see the trainer's --keep_checkpoints)")
-    paths = paths[-num_checkpoints:]
-    check_new_dir(output_dir)
+    if not replace:
+        check_new_dir(output_dir)
     trainer = Trainer(runner.hparams, runner.vocabulary.size)
     variables = [v for v in trainer.model.variables if "float" in str(v.dtype)]
     sums = [np.zeros(v.shape, "float64") for v in variables]
@@ -114,7 +125,7 @@ def average_checkpoints(runner, num_checkpoints, output_dir):
         variable.assign((total / len(paths)).astype(variable.dtype))
     logger.info("averaged %d checkpoints: %s", len(paths), ", ".join(map(os.path.basename, paths)))
     return save_model_dir(trainer.checkpoint, trainer.step, runner.model_dir, output_dir,
-                          {"averaged_checkpoints": paths})
+                          {"averaged_checkpoints": list(paths), **(info or {})}, replace)
 
 
 def check_new_dir(output_dir):

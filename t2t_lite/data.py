@@ -83,6 +83,14 @@ def read_examples(paths, *, shuffle, input_context=None, seed=None):
     return dataset.map(parse_example, num_parallel_calls=tf.data.AUTOTUNE)
 
 
+def read_in_written_order(paths):
+    """The parsed examples of the shards at `paths` (in shard order) in the order they were
+    written: datagen deals example i to shard i % len(paths)."""
+    files = tf.data.Dataset.from_tensor_slices(list(paths))
+    return files.interleave(tf.data.TFRecordDataset, cycle_length=len(paths),
+                            block_length=1).map(parse_example)
+
+
 def make_dataset(paths, batch_size, max_length, *, training, input_context=None, seed=None):
     """Shards at `paths` -> ({"inputs", "targets"}, targets) batches, padded with 0.
 

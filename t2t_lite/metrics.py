@@ -1,6 +1,24 @@
-"""Scores of decoded text: BLEU through sacrebleu, on detokenized text, with its signature."""
+"""Scores of decoded text: BLEU and chrF through sacrebleu, on detokenized text, with signatures."""
+
+import importlib.util
 
 import sacrebleu
+
+BLEU_TOKENIZERS = ("13a", "intl", "none", "char", "zh", "ja-mecab", "ko-mecab", "flores101",
+                   "flores200")
+
+
+def bleu_tokenizer_for(language):
+    """sacreBLEU's tokenizer for text in `language` (an ISO 639-1 code or None), as WMT scores
+    it: zh for Chinese, ja-mecab for Japanese when MeCab and its dictionary are installed, 13a
+    otherwise."""
+    language = (language or "").lower().split("-")[0].split("_")[0]
+    if language == "zh":
+        return "zh"
+    if language == "ja" and all(importlib.util.find_spec(module) for module in ("MeCab",
+                                                                                "ipadic")):
+        return "ja-mecab"
+    return "13a"
 
 
 def bleu(hypotheses, references, tokenize="13a", lowercase=False):
@@ -9,3 +27,8 @@ def bleu(hypotheses, references, tokenize="13a", lowercase=False):
     metric = sacrebleu.BLEU(tokenize=tokenize, lowercase=lowercase)
     score = metric.corpus_score(hypotheses, [references])
     return score, str(metric.get_signature())
+
+
+def chrf(hypotheses, references):
+    """sacreBLEU's chrF (character 6-grams, beta 2) in 0..100; needs no tokenizer."""
+    return sacrebleu.CHRF().corpus_score(hypotheses, [references]).score

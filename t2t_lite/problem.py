@@ -56,10 +56,20 @@ class Problem:
         """Creates the vocabulary in data_dir if the problem learns one; returns it."""
         return self.vocabulary(data_dir)
 
+    # The names decode_metrics returns, and those of them where lower is better (loss and
+    # perplexity, which every evaluation reports, are lower-is-better anyway).
+    metric_names = ("sequence_accuracy",)
+    lower_is_better = ()
+
     def decode_metrics(self, hypotheses, references):
         """Metrics of decoded texts against references; exact match by default."""
         matches = sum(h == r for h, r in zip(hypotheses, references))
         return {"sequence_accuracy": matches / max(1, len(references))}
+
+    def postprocess(self, source_text, output_text):
+        """What the user sees of a detokenized model output (or dev/test reference) for
+        `source_text`; identity here, a tree for parsing."""
+        return output_text
 
     # Shared machinery.
 
@@ -119,6 +129,20 @@ class Problem:
 
     def dataset(self, split, data_dir, hparams, *, training, input_context=None, seed=None):
         """Batches of ({"inputs", "targets"}, targets) for `split`; see data.make_dataset."""
+        self._check_has_data(split, data_dir)
+        if training:
+            self._report_length_filter(data_dir, hparams.max_length)
+        return data.make_dataset(self.shard_paths(split, data_dir), hparams.batch_size,
+                                 hparams.max_length, training=training,
+                                 input_context=input_context, seed=seed)
+
+    def examples(self, split, data_dir):
+        """{"inputs", "targets"} id sequences (with EOS) of `split`, one by one, in the order of
+        its text pairs: unbatched, so that a sample of them is not biased by length buckets."""
+        self._check_has_data(split, data_dir)
+        return data.read_in_written_order(self.shard_paths(split, data_dir))
+
+    def _check_has_data(self, split, data_dir):
         if split not in self.num_shards:
             raise UserError(f"problem {self.name} has no {split} split, only "
                             f"{', '.join(self.splits())}")
@@ -129,11 +153,6 @@ class Problem:
                 f"no {split} data for problem {self.name} in {data_dir}{holds}: run "
                 f"`t2t-lite-datagen --problem={self.name} --data_dir={data_dir}` "
                 "or pass --generate_data to the trainer")
-        if training:
-            self._report_length_filter(data_dir, hparams.max_length)
-        return data.make_dataset(self.shard_paths(split, data_dir), hparams.batch_size,
-                                 hparams.max_length, training=training,
-                                 input_context=input_context, seed=seed)
 
     def _report_length_filter(self, data_dir, max_length):
         """Logs how many training examples max_length drops; refuses to drop them all."""

@@ -16,9 +16,10 @@ import tensorflow as tf
 
 from t2t_lite import registry
 from t2t_lite.attention import attention_weights
-from t2t_lite.checkpoints import resolve_checkpoint, restore_existing, save_model_dir
+from t2t_lite.checkpoints import resolve_checkpoint, restore_existing
 from t2t_lite.config import HParams
-from t2t_lite.errors import UserError, did_you_mean
+from t2t_lite.errors import UserError
+from t2t_lite.evaluation import DECODE_EXAMPLES, Evaluator
 from t2t_lite.files import exclusive_lock, write_text_atomically
 from t2t_lite.training import Trainer, create_model, worker_index
 from t2t_lite.translator import Translator
@@ -27,8 +28,6 @@ logger = logging.getLogger("t2t_lite")
 
 HPARAMS_FILE = "hparams.json"
 PROBLEM_FILE = "problem.json"
-BEST_DIR = "best"  # the model_dir of the best checkpoint by --keep_best_by
-LOWER_IS_BETTER = ("loss", "perplexity")
 
 
 class Runner:
@@ -142,6 +141,13 @@ class Runner:
         return attention_weights(translator, [encode(s) for s in sources],
                                  [encode(t) for t in targets])
 
+    def use_bleu_tokenizer(self, name):
+        """Scores BLEU with sacreBLEU's tokenizer `name`, not the target language's."""
+        if not hasattr(self.problem, "bleu_tokenize"):
+            raise UserError(f"--bleu_tokenize={name}: {self.problem.name} is not scored with "
+                            f"BLEU but with {', '.join(self.problem.metric_names)}")
+        self.problem.bleu_tokenize = name
+
     def prepare_data(self, generate=False, raw_dir=None):
         """Runs datagen when data is missing and the user asked, or the problem needs no download."""
         if self.problem.has_data(self.data_dir, "train") and self.problem.has_data(
@@ -171,22 +177,29 @@ class Runner:
         return trainer
 
     def train(self, train_steps, *, strategy=None, trainer=None, jit_compile=False, seed=None,
-              eval_every=1000, save_every=None, eval_steps=None, decode_examples=1000,
-              decode_every=None, beam_size=1, keep_best_by=None, keep_checkpoints=20,
-              log_every=100):
+              eval_every=1000, save_every=None, eval_steps=None,
+              decode_examples=DECODE_EXAMPLES, decode_every=None, beam_size=1,
+              keep_best_by=None, early_stopping=0, min_delta=0.0, average_last=0,
+              average_best=0, keep_checkpoints=20, log_every=100):
         """Trains to `train_steps`, checkpointing and evaluating on dev along the way; returns
         the final evaluation.
 
         Resumes from the latest checkpoint in model_dir, data position included. Evaluations
-        every `decode_every` updates (default: each one) and the final one also decode
-        `decode_examples` dev examples (greedy, or beam search when beam_size > 1) for the
-        problem's metrics. With keep_best_by, the checkpoint with the best value of that metric
-        so far is kept as the model_dir `best/`. `seed` makes initialization, dropout and the
-        order of the data repeatable. Under MultiWorkerMirroredStrategy every worker runs this;
-        only the chief writes into model_dir (the others write into a temporary directory).
+        every `decode_every` updates (default: each one) and the final one also decode a
+        representative sample of at most `decode_examples` dev examples (greedy, or beam search
+        when beam_size > 1) for the problem's metrics (see t2t_lite.evaluation). With
+        keep_best_by, the checkpoint with the best value of that metric so far is kept as the
+        model_dir `best/`, and `early_stopping` N ends training after N evaluations that did not
+        improve it by more than min_delta. `average_last` N (or `average_best` N, by
+        keep_best_by) averages those checkpoints at the end into the model_dir `avg/` and
+        reports its metrics beside the last and the best checkpoint's. `seed` makes
+        initialization, dropout and the order of the data repeatable. Under
+        MultiWorkerMirroredStrategy every worker runs this; only the chief writes into model_dir
+        (the others write into a temporary directory).
         """
-        if keep_best_by:
-            self._check_metric_name(keep_best_by, decode_examples)
+        if average_best and not keep_best_by:
+            raise UserError("--average_best needs --keep_best_by: the metric that ranks the "
+                            "checkpoints")
         strategy = trainer.strategy if trainer else strategy or tf.distribute.get_strategy()
         with self._lock(strategy), _write_dir(self.model_dir, strategy) as write_dir:
             resume_from = tf.train.latest_checkpoint(self.model_dir)
@@ -194,6 +207,11 @@ class Runner:
                 if seed is not None:
                     keras.utils.set_random_seed(seed)
                 trainer = self.trainer(strategy, jit_compile)
+            evaluator = Evaluator(
+                self, self.translator(trainer.model, beam_size=beam_size), trainer=trainer,
+                eval_steps=eval_steps, decode_examples=decode_examples,
+                keep_best_by=keep_best_by, early_stopping=early_stopping, min_delta=min_delta,
+                output_dir=write_dir)
             logger.info("training %s with %s parameters on %d replica(s), step %d of %d",
                         self.problem.name, f"{trainer.model.count_params():,}",
                         strategy.num_replicas_in_sync, trainer.step, train_steps)
@@ -202,31 +220,26 @@ class Runner:
                 return self.problem.dataset("train", self.data_dir, self.hparams, training=True,
                                             input_context=input_context, seed=seed)
 
-            eval_writer = tf.summary.create_file_writer(os.path.join(write_dir, "eval"))
-
-            def evaluate(step):
-                decode = step == train_steps or not decode_every or step % decode_every == 0
-                metrics = self.evaluate(trainer, eval_steps=eval_steps, beam_size=beam_size,
-                                        decode_examples=decode_examples if decode else 0)
-                logger.info("eval at step %d: %s", step, format_metrics(metrics))
-                with eval_writer.as_default(step=step):
-                    for name, value in metrics.items():
-                        tf.summary.scalar(name, value)
-                if keep_best_by in metrics:
-                    self._keep_if_best(trainer, os.path.join(write_dir, BEST_DIR), step,
-                                       keep_best_by, metrics[keep_best_by])
-                return metrics
-
             def evaluate_before_the_end(step):
-                if step != train_steps:
-                    evaluate(step)
+                """Returns True to stop training early."""
+                if step == train_steps:
+                    return False
+                evaluator.evaluate(step, decode=not decode_every or step % decode_every == 0)
+                return evaluator.should_stop()
 
-            trainer.train(dataset_fn, train_steps, checkpoint_dir=write_dir,
-                          keep_checkpoints=keep_checkpoints, resume_from=resume_from,
-                          save_every=save_every or eval_every or train_steps,
-                          log_every=log_every, periodic=[(eval_every, evaluate_before_the_end)],
-                          summary_dir=os.path.join(write_dir, "train"))
-            return evaluate(trainer.step)
+            if evaluator.should_stop():  # a resumed run that had stopped early
+                step = trainer.step
+            else:
+                step = trainer.train(
+                    dataset_fn, train_steps, checkpoint_dir=write_dir,
+                    keep_checkpoints=keep_checkpoints, resume_from=resume_from,
+                    save_every=save_every or eval_every or train_steps, log_every=log_every,
+                    periodic=[(eval_every, evaluate_before_the_end)],
+                    summary_dir=os.path.join(write_dir, "train"))
+            metrics = evaluator.final(step)
+            if average_last or average_best:
+                evaluator.average(write_dir, last=average_last, best=average_best)
+            return metrics
 
     def _lock(self, strategy):
         """One trainer per model_dir (and per worker of a multi-worker run)."""
@@ -234,51 +247,6 @@ class Runner:
         name = ".trainer.lock" if workers == 1 else f".trainer-worker-{index}.lock"
         os.makedirs(self.model_dir, exist_ok=True)
         return exclusive_lock(os.path.join(self.model_dir, name), self.model_dir)
-
-    def evaluate(self, trainer, split="dev", eval_steps=None, decode_examples=1000,
-                 beam_size=1):
-        """Teacher-forced loss and accuracy on `split`, plus the problem's metrics on the
-        translations of its first `decode_examples` examples (greedy when beam_size is 1),
-        decoded as the decoder would decode the detokenized source texts."""
-        dataset = self.problem.dataset(split, self.data_dir, self.hparams, training=False)
-        metrics = trainer.evaluate(dataset, eval_steps)
-        if decode_examples:
-            sources, references = [], []
-            for features, targets in dataset:
-                sources += [self.vocabulary.decode(ids) for ids in features["inputs"].numpy()]
-                references += [self.vocabulary.decode(ids) for ids in targets.numpy()]
-                if len(references) >= decode_examples:
-                    break
-            translator = self.translator(trainer.model, beam_size=beam_size)
-            hypotheses = [t.text for t in translator.translate(sources[:decode_examples])]
-            metrics.update(self.problem.decode_metrics(hypotheses, references[:decode_examples]))
-        return metrics
-
-    def _check_metric_name(self, name, decode_examples):
-        """Fails early on a --keep_best_by metric that evaluations will not produce."""
-        names = ["loss", "perplexity", "accuracy"]
-        if decode_examples:
-            names += list(self.problem.decode_metrics(["1"], ["1"]))
-        if name not in names:
-            raise UserError(f"--keep_best_by={name}: evaluations of {self.problem.name} report "
-                            f"{', '.join(names)}{did_you_mean(name, names)}")
-
-    def _keep_if_best(self, trainer, best_dir, step, name, value):
-        """Saves trainer's checkpoint as the model_dir best_dir if `value` of metric `name`
-        beats the one recorded there."""
-        try:
-            with open(os.path.join(best_dir, "info.json"), encoding="utf-8") as f:
-                best = json.load(f)
-        except FileNotFoundError:
-            best = None
-        if best and best["metric"] == name:
-            sign = -1 if name in LOWER_IS_BETTER else 1
-            if sign * value <= sign * best["value"]:
-                return
-        save_model_dir(trainer.checkpoint, step, self.model_dir, best_dir,
-                       {"metric": name, "value": value, "step": step}, replace=True)
-        logger.info("best %s so far (%.4g): checkpoint of step %d kept in %s", name, value, step,
-                    best_dir)
 
 
 @contextlib.contextmanager
@@ -298,6 +266,3 @@ def _write_dir(model_dir, strategy):
 def _absolute(path):
     return os.path.abspath(os.path.expanduser(path))
 
-
-def format_metrics(metrics):
-    return "  ".join(f"{name} {value:.4g}" for name, value in sorted(metrics.items()))

@@ -267,8 +267,9 @@ class Trainer:
         Continues the data where the checkpoint `resume_from` left it (when it holds the data of
         as many replicas), saves a checkpoint in checkpoint_dir every `save_every` updates and
         at the end, and calls each `fn(step)` of `periodic` (every, fn) pairs every `every`
-        updates. Stops with TrainingDiverged on a non-finite loss without saving, so the last
-        checkpoint is the last good one.
+        updates; one that returns True stops training there, after a checkpoint (early
+        stopping). Returns the step reached. Stops with TrainingDiverged on a non-finite loss
+        without saving, so the last checkpoint is the last good one.
         """
         iterators = self.distribute(dataset_fn)
         resume_state = self._resume_state(iterators)
@@ -307,9 +308,11 @@ class Trainer:
             with progress.paused():
                 if checkpoints and (step % save_every == 0 or step == train_steps):
                     checkpoints.save(checkpoint_number=step)
-                for every, fn in periodic:
-                    if every and step % every == 0:
-                        fn(step)
+                stop = [fn(step) for every, fn in periodic if every and step % every == 0]
+                if any(stop):
+                    if checkpoints and step % save_every:
+                        checkpoints.save(checkpoint_number=step)
+                    break
         return step
 
 

@@ -11,7 +11,8 @@ import collections
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite.decoding import search
+from t2t_lite.decoding import beam_search, search
+from t2t_lite.errors import UserError
 from t2t_lite.text import EOS_ID, PAD_ID, tf_strip_mask
 
 Translation = collections.namedtuple("Translation", "text score")
@@ -38,6 +39,7 @@ class Translator(tf.Module):
         self._search = tf.function(
             lambda inputs: search(model, inputs, hparams.beam_size, hparams.alpha,
                                   hparams.extra_length))
+        self._n_best_search = None
 
     def is_truncated(self, tokens):
         """Whether translating `tokens` (ids without EOS) will drop some of them."""
@@ -50,18 +52,52 @@ class Translator(tf.Module):
     def translate_tokens(self, token_lists):
         """[[id]] without EOS -> [Translation], in the same order; translated in batches of
         similar length so that little of the search is spent on padding."""
-        order = sorted(range(len(token_lists)), key=lambda i: len(token_lists[i]))
         results = [None] * len(token_lists)
+        for chunk, ids in self.batches(token_lists):
+            self.collect(results, chunk, self.translate_ids(ids))
+        return results
+
+    def batches(self, token_lists):
+        """(indices, PAD-padded ids [len(indices), length]) of `token_lists` in batches of
+        similar length, each list truncated to max_input_tokens."""
+        order = sorted(range(len(token_lists)), key=lambda i: len(token_lists[i]))
         for start in range(0, len(order), self.batch_size):
             chunk = order[start:start + self.batch_size]
             rows = [token_lists[i][: self.max_input_tokens] for i in chunk]
             ids = np.full((len(rows), max(map(len, rows))), PAD_ID, "int32")
             for row, tokens in zip(ids, rows):
                 row[: len(tokens)] = tokens
-            translated = self.translate_ids(ids)
-            for i, output, score in zip(chunk, translated["outputs"].numpy(),
-                                        translated["scores"].numpy()):
-                results[i] = Translation(self.vocabulary.decode(output), float(score))
+            yield chunk, ids
+
+    def collect(self, results, chunk, translated):
+        """Puts translate_ids' output for the batch of indices `chunk` into `results`."""
+        for i, output, score in zip(chunk, translated["outputs"].numpy(),
+                                    translated["scores"].numpy()):
+            results[i] = Translation(self.vocabulary.decode(output), float(score))
+
+    def translate_n_best(self, token_lists, n):
+        """[[id]] without EOS -> [[Translation] * n]: beam search's n best finished hypotheses
+        of each input, best first, the first as translate_tokens gives it (an empty input: n
+        empty outputs of score 0)."""
+        if n == 1:
+            return [[translation] for translation in self.translate_tokens(token_lists)]
+        if n > self.hparams.beam_size:
+            raise UserError(f"--n_best={n} needs --beam_size={n} or more: the beam holds the "
+                            "hypotheses")
+        if self._n_best_search is None:
+            self._n_best_search = tf.function(
+                lambda inputs: beam_search(self.model, inputs, self.hparams.beam_size,
+                                           self.hparams.alpha, self.hparams.extra_length),
+                reduce_retracing=True)
+        results = [[Translation("", 0.0)] * n for _ in token_lists]
+        nonempty = [i for i, tokens in enumerate(token_lists) if tokens]
+        for chunk, ids in self.batches([token_lists[i] for i in nonempty]):
+            inputs = np.pad(ids, [[0, 0], [0, 1]])
+            inputs[np.arange(len(ids)), (ids != PAD_ID).sum(axis=1)] = EOS_ID
+            outputs, scores = self._n_best_search(inputs)
+            for i, beams, beam_scores in zip(chunk, outputs.numpy(), scores.numpy()):
+                results[nonempty[i]] = [Translation(self.vocabulary.decode(ids), float(score))
+                                        for ids, score in zip(beams[:n], beam_scores[:n])]
         return results
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])

@@ -7,8 +7,9 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite import cli
-from t2t_lite.checkpoints import average_checkpoints
+from t2t_lite.checkpoints import average_checkpoints, last_checkpoints
 from t2t_lite.cli import avg_checkpoints
+from t2t_lite.evaluation import Evaluator
 from t2t_lite.runner import Runner
 from t2t_lite.training import create_model
 
@@ -58,7 +59,8 @@ def is_model_weight(key):
 
 def test_averaged_weights_are_the_element_wise_mean(model_dir_with_checkpoints, tmp_path):
     runner = model_dir_with_checkpoints
-    path = average_checkpoints(runner, 3, str(tmp_path / "averaged"))
+    path = average_checkpoints(runner, last_checkpoints(runner.model_dir, 3),
+                               str(tmp_path / "averaged"))
     averaged = checkpoint_values(path)
     last_three = [checkpoint_values(f"{runner.model_dir}/ckpt-{step}")
                   for step in (200, 300, 400)]
@@ -104,18 +106,24 @@ def test_the_best_checkpoint_by_a_metric_is_kept(model_dir_with_checkpoints):
     runner = model_dir_with_checkpoints
     trainer = runner.trainer()
     best_dir = f"{runner.model_dir}/best"
+
+    def evaluator(keep_best_by):
+        return Evaluator(runner, runner.translator(trainer.model), trainer=trainer,
+                         keep_best_by=keep_best_by, output_dir=runner.model_dir)
+
+    by_accuracy, by_loss = evaluator("sequence_accuracy"), evaluator("loss")
     embeddings = {}
     for step, accuracy in [(10, 0.5), (20, 0.4), (30, 0.7), (40, 0.7)]:
         trainer.model.embedding.embeddings.assign(
             np.full(trainer.model.embedding.embeddings.shape, step, "float32"))
         embeddings[step] = trainer.model.embedding.embeddings.numpy()
-        runner._keep_if_best(trainer, best_dir, step, "sequence_accuracy", accuracy)
+        by_accuracy.keep_if_best(step, accuracy)
         with open(f"{best_dir}/info.json") as f:
             info = json.load(f)
         assert info["step"] == {10: 10, 20: 10, 30: 30, 40: 30}[step]
     model = Runner.from_model_dir(best_dir).restored_model()
     np.testing.assert_array_equal(model.embedding.embeddings.numpy(), embeddings[30])
-    runner._keep_if_best(trainer, best_dir, 50, "loss", 2.0)  # another metric replaces the record
-    runner._keep_if_best(trainer, best_dir, 60, "loss", 2.5)  # lower is better for the loss
+    by_loss.keep_if_best(50, 2.0)  # another metric replaces the record
+    by_loss.keep_if_best(60, 2.5)  # lower is better for the loss
     with open(f"{best_dir}/info.json") as f:
         assert json.load(f) == {"metric": "loss", "value": 2.0, "step": 50}

@@ -21,6 +21,17 @@ def scalars(event_dir):
     return values
 
 
+def descriptions(event_dir):
+    """{tag: {description}} of the summaries in event_dir."""
+    found = {}
+    for path in tf.io.gfile.glob(os.path.join(event_dir, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.metadata.summary_description:
+                    found.setdefault(value.tag, set()).add(value.metadata.summary_description)
+    return found
+
+
 def test_decoding_metrics_every_k_updates_and_the_best_checkpoint(trained_reverse, tmp_path):
     model_dir = tmp_path / "model"
     cli.run(trainer.main, [
@@ -32,6 +43,9 @@ def test_decoding_metrics_every_k_updates_and_the_best_checkpoint(trained_revers
     metrics = scalars(model_dir / "eval")
     assert sorted(metrics["loss"]) == [2, 4, 6]
     assert sorted(metrics["sequence_accuracy"]) == [4, 6]  # every 4 updates, and at the end
+    # TensorBoard says what was decoded.
+    assert descriptions(model_dir / "eval")["sequence_accuracy"] == {
+        "on a random sample of 8 of the 500 dev examples (seed 0), beam search of width 2"}
     with open(model_dir / "best" / "info.json") as f:
         best = json.load(f)
     lowest = min(metrics["loss"], key=metrics["loss"].get)

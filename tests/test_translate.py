@@ -125,5 +125,6 @@ def test_translation_decodes_are_scored_with_sacrebleu():
     hypotheses = ["Das Haus ist klein.", "Er sagte: »Ja«."]
     references = ["Das Haus ist sehr klein.", "Er sagte: »Ja«."]
     metrics = registry.problem("translate_ende_wmt32k").decode_metrics(hypotheses, references)
-    assert metrics == {"bleu": pytest.approx(sacrebleu.corpus_bleu(hypotheses, [references]).score)}
+    assert metrics == {"bleu": pytest.approx(sacrebleu.corpus_bleu(hypotheses, [references]).score),
+                       "chrf": pytest.approx(sacrebleu.corpus_chrf(hypotheses, [references]).score)}
     assert 0 < metrics["bleu"] < 100

@@ -24,12 +24,14 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     from t2t_lite import registry
-    from t2t_lite.checkpoints import average_checkpoints
+    from t2t_lite.checkpoints import average_checkpoints, last_checkpoints
     from t2t_lite.runner import Runner
 
     if args.usr_dir:
         registry.import_usr_dir(args.usr_dir)
-    path = average_checkpoints(Runner.from_model_dir(args.model_dir), args.n, args.output_dir)
+    runner = Runner.from_model_dir(args.model_dir)
+    path = average_checkpoints(runner, last_checkpoints(runner.model_dir, args.n),
+                               args.output_dir)
     print(f"wrote {path}")
     return path
 

@@ -7,11 +7,10 @@ import time
 from t2t_lite import cli
 from t2t_lite.cli import translating
 from t2t_lite.errors import UserError
+from t2t_lite.metrics import BLEU_TOKENIZERS
 
 logger = logging.getLogger("t2t_lite")
 
-BLEU_TOKENIZERS = ("13a", "intl", "none", "char", "zh", "ja-mecab", "ko-mecab", "flores101",
-                   "flores200")
 
 
 def parse_args(argv):
@@ -26,9 +25,7 @@ def parse_args(argv):
                         help="reference translations: print sacreBLEU and its signature")
     parser.add_argument("--batch_size", type=int, default=32,
                         help="sentences translated together (sorted by length)")
-    parser.add_argument("--bleu_tokenize", default="13a", choices=BLEU_TOKENIZERS,
-                        help="sacreBLEU's tokenizer (13a, the WMT standard; intl for "
-                        "paper-style comparisons on non-ASCII text)")
+    add_bleu_tokenize_flag(parser)
     parser.add_argument("--bleu_lowercase", action="store_true",
                         help="case-insensitive BLEU")
     parser.add_argument("--attention_dir", help="write N.png (encoder-decoder attention of "
@@ -37,6 +34,7 @@ def parse_args(argv):
     parser.add_argument("--engine", default="tensorflow", choices=("tensorflow", "ctranslate2"),
                         help="ctranslate2: the fastest on CPUs, converted on first use and "
                         "cached in MODEL_DIR/ctranslate2 (pip install 't2t_lite[ctranslate2]')")
+    add_split_and_n_best_flags(parser)
     args = translating.parse_with_quantization(parser, argv, "engine", "ctranslate2")
     if args.batch_size < 1:
         parser.error(f"--batch_size must be positive, got {args.batch_size}")
@@ -47,7 +45,38 @@ def parse_args(argv):
     if args.attention_dir and args.engine != "tensorflow":
         parser.error("--attention_dir needs the tensorflow engine (CTranslate2 does not return "
                      "attention weights)")
+    check_split_and_n_best_flags(parser, args)
     return args
+
+
+def add_bleu_tokenize_flag(parser):
+    """--bleu_tokenize, shared by the trainer and the decoder."""
+    parser.add_argument("--bleu_tokenize", choices=BLEU_TOKENIZERS,
+                        help="sacreBLEU's tokenizer (default: the target language's: zh for "
+                        "Chinese, ja-mecab for Japanese if installed, else 13a, the WMT "
+                        "standard; intl for paper-style comparisons on non-ASCII text)")
+
+
+def add_split_and_n_best_flags(parser):
+    parser.add_argument("--split", choices=("dev", "test"),
+                        help="translate this split of the problem's data_dir and score it "
+                        "against its references; --decode_to_file=OUT also writes OUT.src, "
+                        "OUT.ref and OUT.tsv (source, reference, hypothesis, score)")
+    parser.add_argument("--n_best", type=int, default=None, metavar="K",
+                        help="write the K best hypotheses of each input, one a line as "
+                        "'hypothesis<TAB>score', best first (needs --beam_size >= K)")
+
+
+def check_split_and_n_best_flags(parser, args):
+    if args.split and (args.decode_from_file or args.decode_reference):
+        parser.error("--split reads the split's sources and references from the data_dir: "
+                     "drop --decode_from_file and --decode_reference")
+    if args.n_best is not None and args.n_best < 1:
+        parser.error(f"--n_best must be positive, got {args.n_best}")
+    if args.n_best and not args.decode_from_file:
+        parser.error("--n_best needs --decode_from_file")
+    if args.n_best and args.engine != "tensorflow":
+        parser.error("--n_best needs the tensorflow engine")
 
 
 def read_lines(path):
@@ -97,17 +126,22 @@ def read_sources_and_references(args):
     return sources, references
 
 
-def decode_file(translator, sources, references, args):
+def decode_file(runner, translator, sources, references, args):
     from t2t_lite.files import write_text_atomically
     from t2t_lite.metrics import bleu
 
     token_lists = encode_lines(translator, sources, args.decode_from_file)
     start = time.perf_counter()
-    hypotheses = [t.text for t in translator.translate_tokens(token_lists)]
+    if args.n_best:
+        n_best = translator.translate_n_best(token_lists, args.n_best)
+        hypotheses = [translations[0].text for translations in n_best]
+    else:
+        hypotheses = [t.text for t in translator.translate_tokens(token_lists)]
     elapsed = time.perf_counter() - start
     logger.info("translated %d lines in %.1f s (%.1f sentences/s)", len(sources), elapsed,
                 len(sources) / max(elapsed, 1e-9))
-    output = "".join(f"{text}\n" for text in hypotheses)
+    output = (format_n_best(n_best) if args.n_best
+              else "".join(f"{text}\n" for text in hypotheses))
     if args.decode_to_file:
         write_text_atomically(args.decode_to_file, output)
         logger.info("wrote %s", args.decode_to_file)
@@ -116,7 +150,8 @@ def decode_file(translator, sources, references, args):
     if args.attention_dir:
         write_attention(translator, token_lists, hypotheses, args.attention_dir)
     if references is not None:
-        score, signature = bleu(hypotheses, references, args.bleu_tokenize, args.bleu_lowercase)
+        score, signature = bleu(hypotheses, references, bleu_tokenizer(runner, args),
+                                args.bleu_lowercase)
         print(f"{score}  {signature}")
         return score.score
     return None
@@ -164,12 +199,70 @@ def main(argv):
         from t2t_lite.attention_plot import require_matplotlib
 
         require_matplotlib()
-    _, translator = translating.translator_from_flags(args, args.batch_size, args.engine,
-                                                      args.quantization or "float32")
+    runner, translator = translating.translator_from_flags(args, args.batch_size, args.engine,
+                                                           args.quantization or "float32")
+    if args.split:
+        return score_split(runner, translator, args)
     if args.decode_from_file:
-        return decode_file(translator, sources, references, args)
+        return decode_file(runner, translator, sources, references, args)
     decode_interactively(translator)
     return None
+
+
+def bleu_tokenizer(runner, args):
+    """--bleu_tokenize, or the problem's (its target language's), or 13a."""
+    chosen = getattr(runner.problem, "bleu_tokenizer", None)
+    return args.bleu_tokenize or (chosen() if chosen else "13a")
+
+
+def format_n_best(n_best):
+    """'hypothesis<TAB>score' lines, the n best of each input together, best first."""
+    return "".join(f"{t.text}\t{t.score:.6f}\n" for translations in n_best
+                   for t in translations)
+
+
+def score_split(runner, translator, args):
+    """Translates all of --split and prints the problem's metrics against its references;
+    returns the metrics."""
+    from t2t_lite.evaluation import Evaluator, format_metrics
+
+    if args.bleu_tokenize:
+        runner.use_bleu_tokenizer(args.bleu_tokenize)
+    evaluator = Evaluator(runner, translator, split=args.split, decode_examples=None)
+    start = time.perf_counter()
+    metrics = evaluator.evaluate()
+    decoded = evaluator.decoded
+    logger.info("translated %d lines in %.1f s", len(decoded.sources),
+                time.perf_counter() - start)
+    if args.decode_to_file:
+        write_split_files(args.decode_to_file, decoded)
+    else:
+        sys.stdout.write("".join(f"{text}\n" for text in decoded.hypotheses))
+    note = f", sacreBLEU tokenize={bleu_tokenizer(runner, args)}" if "bleu" in metrics else ""
+    print(f"{args.split} ({evaluator.sample.description}, {evaluator.search_name()}{note}): "
+          f"{format_metrics(metrics)}")
+    return metrics
+
+
+def write_split_files(path, decoded):
+    """Hypotheses to path, sources to path.src, references to path.ref, all side by side in
+    path.tsv with the model's scores."""
+    import csv
+    import io
+
+    from t2t_lite.files import write_text_atomically
+
+    table = io.StringIO()
+    writer = csv.writer(table, dialect="excel-tab", lineterminator="\n")
+    writer.writerow(["source", "reference", "hypothesis", "score"])
+    writer.writerows(zip(decoded.sources, decoded.references, decoded.hypotheses,
+                         (f"{score:.6f}" for score in decoded.scores)))
+    for name, text in ((path + ".src", "".join(f"{s}\n" for s in decoded.sources)),
+                       (path + ".ref", "".join(f"{r}\n" for r in decoded.references)),
+                       (path + ".tsv", table.getvalue()),
+                       (path, "".join(f"{h}\n" for h in decoded.hypotheses))):
+        write_text_atomically(name, text)
+    logger.info("wrote %s and its .src, .ref and .tsv", path)
 
 
 def run():
