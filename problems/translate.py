@@ -26,6 +26,7 @@ class TranslationProblem(Problem):
     # Pairs sampled to train the vocabulary: bounds its time and memory on large corpora.
     vocab_sample_pairs = 500_000
     num_shards = {"train": 100, "dev": 1, "test": 1}
+    metric_names = ("bleu",)
 
     def vocabulary_path(self, data_dir):
         return os.path.join(data_dir, f"{self.name}.sentencepiece.model")

@@ -117,7 +117,9 @@ class Runner:
         hparams = self.hparams.replace(**changes)
         if model is None:
             model = self.restored_model(checkpoint_path)
-        return Translator(model, self.vocabulary, hparams, batch_size)
+        return Translator(model, self.vocabulary, hparams, batch_size,
+                          self.problem.search_constraint(self.vocabulary),
+                          self.problem.tf_postprocess(self.vocabulary))
 
     def prepare_data(self, generate=False, raw_dir=None):
         """Runs datagen when data is missing and the user asked, or the problem needs no download."""
@@ -226,16 +228,20 @@ class Runner:
                 references += [self.vocabulary.decode(ids) for ids in targets.numpy()]
                 if len(references) >= decode_examples:
                     break
+            sources, references = sources[:decode_examples], references[:decode_examples]
             translator = self.translator(trainer.model, beam_size=beam_size)
-            hypotheses = [t.text for t in translator.translate(sources[:decode_examples])]
-            metrics.update(self.problem.decode_metrics(hypotheses, references[:decode_examples]))
+            hypotheses = [self.problem.postprocess(source, t.text)
+                          for source, t in zip(sources, translator.translate(sources))]
+            references = [self.problem.postprocess(source, reference)
+                          for source, reference in zip(sources, references)]
+            metrics.update(self.problem.decode_metrics(hypotheses, references))
         return metrics
 
     def _check_metric_name(self, name, decode_examples):
         """Fails early on a --keep_best_by metric that evaluations will not produce."""
         names = ["loss", "perplexity", "accuracy"]
         if decode_examples:
-            names += list(self.problem.decode_metrics(["1"], ["1"]))
+            names += list(self.problem.metric_names)
         if name not in names:
             raise UserError(f"--keep_best_by={name}: evaluations of {self.problem.name} report "
                             f"{', '.join(names)}{did_you_mean(name, names)}")
@@ -249,7 +255,7 @@ class Runner:
         except FileNotFoundError:
             best = None
         if best and best["metric"] == name:
-            sign = -1 if name in LOWER_IS_BETTER else 1
+            sign = -1 if name in LOWER_IS_BETTER + self.problem.lower_is_better else 1
             if sign * value <= sign * best["value"]:
                 return
         save_model_dir(trainer.checkpoint, step, self.model_dir, best_dir,

@@ -23,7 +23,8 @@ def parse_args(argv):
     parser.add_argument("--decode_to_file", help="translations, one a line, in the order of "
                         "--decode_from_file (default: stdout)")
     parser.add_argument("--decode_reference",
-                        help="reference translations: print sacreBLEU and its signature")
+                        help="reference translations: print sacreBLEU and its signature (for "
+                        "parsing: gold trees, print EVALB's F1)")
     parser.add_argument("--batch_size", type=int, default=32,
                         help="sentences translated together (sorted by length)")
     parser.add_argument("--bleu_tokenize", default="13a", choices=BLEU_TOKENIZERS,
@@ -77,22 +78,27 @@ def encode_lines(translator, lines, source, first_number=1):
     return token_lists
 
 
-def read_sources_and_references(args):
+def read_sources_and_references(args, problem):
     sources = read_lines(args.decode_from_file)
-    references = read_lines(args.decode_reference) if args.decode_reference else None
+    references = None
+    if args.decode_reference:
+        references = problem.read_references(args.decode_reference)
+        if references is None:
+            references = read_lines(args.decode_reference)
     if references is not None and len(references) != len(sources):
-        raise UserError(f"{args.decode_reference} has {len(references)} lines but "
+        raise UserError(f"{args.decode_reference} has {len(references)} references but "
                         f"{args.decode_from_file} has {len(sources)}: they must be parallel")
     return sources, references
 
 
-def decode_file(translator, sources, references, args):
+def decode_file(translator, problem, sources, references, args):
     from t2t_lite.files import write_text_atomically
     from t2t_lite.metrics import bleu
 
     token_lists = encode_lines(translator, sources, args.decode_from_file)
     start = time.perf_counter()
-    hypotheses = [t.text for t in translator.translate_tokens(token_lists)]
+    hypotheses = [problem.postprocess(source, t.text) for source, t in
+                  zip(sources, translator.translate_tokens(token_lists))]
     elapsed = time.perf_counter() - start
     logger.info("translated %d lines in %.1f s (%.1f sentences/s)", len(sources), elapsed,
                 len(sources) / max(elapsed, 1e-9))
@@ -103,13 +109,17 @@ def decode_file(translator, sources, references, args):
     else:
         sys.stdout.write(output)
     if references is not None:
+        report = problem.reference_report(hypotheses, references)
+        if report is not None:
+            print(report)
+            return report
         score, signature = bleu(hypotheses, references, args.bleu_tokenize, args.bleu_lowercase)
         print(f"{score}  {signature}")
         return score.score
     return None
 
 
-def decode_interactively(translator):
+def decode_interactively(translator, problem):
     """Translates each line of stdin as soon as it is typed; a bad line is reported and
     skipped."""
     prompt = sys.stdin.isatty()
@@ -131,17 +141,19 @@ def decode_interactively(translator):
         except UserError as error:
             print(f"{error}; skipped", file=sys.stderr)
             continue
-        print(translator.translate_tokens([tokens])[0].text, flush=True)
+        print(problem.postprocess(line, translator.translate_tokens([tokens])[0].text),
+              flush=True)
 
 
 def main(argv):
     args = parse_args(argv)
+    runner = translating.runner_from_flags(args)
     if args.decode_from_file:  # read before loading the model, so that mistakes show at once
-        sources, references = read_sources_and_references(args)
-    _, translator = translating.translator_from_flags(args, args.batch_size)
+        sources, references = read_sources_and_references(args, runner.problem)
+    _, translator = translating.translator_from_flags(args, args.batch_size, runner)
     if args.decode_from_file:
-        return decode_file(translator, sources, references, args)
-    decode_interactively(translator)
+        return decode_file(translator, runner.problem, sources, references, args)
+    decode_interactively(translator, runner.problem)
     return None
 
 

@@ -20,14 +20,19 @@ def add_model_flags(parser):
                         "the model was trained on, if it is not built in")
 
 
-def translator_from_flags(args, batch_size=32):
-    """The Runner of --model_dir and a Translator on its restored checkpoint."""
+def runner_from_flags(args):
+    """The Runner of --model_dir (its problem and hparams; no model loaded)."""
     from t2t_lite import registry
     from t2t_lite.runner import Runner
 
     if args.usr_dir:
         registry.import_usr_dir(args.usr_dir)
-    runner = Runner.from_model_dir(args.model_dir, args.data_dir)
+    return Runner.from_model_dir(args.model_dir, args.data_dir)
+
+
+def translator_from_flags(args, batch_size=32, runner=None):
+    """The Runner of --model_dir (or `runner`) and a Translator on its restored checkpoint."""
+    runner = runner or runner_from_flags(args)
     translator = runner.translator(checkpoint_path=args.checkpoint_path, batch_size=batch_size,
                                    beam_size=args.beam_size, alpha=args.alpha,
                                    extra_length=args.extra_length)
