@@ -137,3 +137,140 @@ def test_constrained_beam_search_finds_the_best_valid_tree_of_a_random_model(alp
     ids, scores = search(model, inputs, 16, alpha, extra_length, constraint)
     assert tuple(int(i) for i in np.asarray(ids[0])[: len(best[1])]) == best[1]
     np.testing.assert_allclose(float(scores[0]), best[0], rtol=1e-5)
+
+
+def run(main, argv, capsys):
+    """(exit status, stdout, stderr) of a console script's main run as the CLI runs it."""
+    try:
+        cli.run(main, argv)
+        code = 0
+    except SystemExit as exit_info:
+        code = exit_info.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def parser(tmp_path_factory):
+    """A small model trained by the CLIs on a synthetic treebank made into a problem by
+    `t2t-lite-datagen --task=parsing`; its final dev metrics (greedy, 100 trees)."""
+    root = tmp_path_factory.mktemp("treebank")
+    (root / "train").mkdir()
+    write_treebank(root / "train" / "a.mrg", 1500, 0)
+    write_treebank(root / "train" / "b.mrg", 1500, 1)
+    write_treebank(root / "dev.mrg", 100, 2)
+    write_treebank(root / "test.mrg", 30, 3)
+    data_dir, model_dir = str(root / "data"), str(root / "model")
+    datagen.main(["--problem=synthetic_parse", "--task=parsing", f"--train={root / 'train'}",
+                  f"--dev={root / 'dev.mrg'}", f"--test={root / 'test.mrg'}",
+                  "--vocab_size=600", f"--data_dir={data_dir}"])
+    metrics = trainer.main([
+        "--problem=synthetic_parse", f"--data_dir={data_dir}",
+        "--hparams_set=transformer_parsing_small",
+        "--hparams=num_encoder_layers=2,num_decoder_layers=2,d_model=128,d_ff=512,dropout=0.0,"
+        "learning_rate=0.3,warmup_steps=200", f"--model_dir={model_dir}", "--train_steps=600",
+        "--eval_every=0", "--eval_decode_examples=100", "--keep_best_by=f1"])
+    return types.SimpleNamespace(root=root, model_dir=model_dir, metrics=metrics,
+                                 runner=Runner.from_model_dir(model_dir))
+
+
+def test_a_small_model_learns_the_synthetic_treebank(parser):
+    assert parser.metrics["f1"] > 85 and parser.metrics["repaired"] == 0
+    assert parser.runner.problem.metric_names == tuple(
+        name for name in parser.metrics if name in parser.runner.problem.metric_names)
+    with open(f"{parser.model_dir}/best/info.json") as f:
+        assert json.load(f)["metric"] == "f1"
+
+
+def test_random_model_with_the_constraint_outputs_trees_of_the_input_words(parser):
+    runner = parser.runner
+    model = create_model(runner.hparams, runner.vocabulary.size)
+    sentences = ["the cat", "a boyman of the roadman builden the planling again .",
+                 "x " * 30, "zzz"]
+    for beam_size in (1, 4):
+        translator = runner.translator(model, beam_size=beam_size, extra_length=40)
+        for sentence, translation in zip(sentences, translator.translate(sentences)):
+            tree = runner.problem.postprocess(sentence, translation.text)
+            assert evalb.score_sentence(tree, tree).words == len(sentence.split())
+            assert re.findall(r"\(\S+ ([^()\s]+)\)", tree) == sentence.split()
+    assert runner.problem.decode_metrics([], [])["repaired"] == 0  # none needed repair
+
+
+def gold_sentences(path):
+    return [" ".join(clean(tree).words()) for tree in read_trees(str(path))]
+
+
+def in_process_trees(runner, sentences, beam_size):
+    translator = runner.translator(beam_size=beam_size)
+    return [runner.problem.postprocess(sentence, t.text)
+            for sentence, t in zip(sentences, translator.translate(sentences))]
+
+
+def test_the_decoder_writes_trees_of_the_input_words_and_prints_evalb(parser, tmp_path,
+                                                                     capsys):
+    sentences = gold_sentences(parser.root / "test.mrg")
+    (tmp_path / "sentences.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    code, out, err = run(decoder.main, [
+        f"--model_dir={parser.model_dir}", f"--decode_from_file={tmp_path / 'sentences.txt'}",
+        f"--decode_to_file={tmp_path / 'trees.txt'}",
+        f"--decode_reference={parser.root / 'test.mrg'}", "--beam_size=4"], capsys)
+    assert code == 0, err
+    trees = (tmp_path / "trees.txt").read_text(encoding="utf-8").splitlines()
+    assert trees == in_process_trees(parser.runner, sentences, 4)
+    for sentence, tree in zip(sentences, trees):
+        assert re.findall(r"\(\S+ ([^()\s]+)\)", tree) == sentence.split()
+    gold = [str(clean(tree)) for tree in read_trees(str(parser.root / "test.mrg"))]
+    summary = evalb.evaluate(gold, trees)
+    assert str(summary) in out.splitlines() and summary.f1 > 85
+    assert "0 of 30 trees needed repair" in out
+
+
+EXPORTED_TREES = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text
+model = tf.saved_model.load(sys.argv[1])
+outputs = model.signatures["serving_default"](inputs=tf.constant(json.loads(sys.argv[2])))
+print(json.dumps([s.decode("utf-8") for s in outputs["outputs"].numpy()]))
+"""
+
+
+def test_the_exported_model_returns_the_decoders_trees(parser, tmp_path, capsys):
+    """Loaded in a process that imports only tensorflow and tensorflow_text."""
+    code, _, err = run(exporter.main, [f"--model_dir={parser.model_dir}", "--beam_size=4",
+                                       f"--export_dir={tmp_path}"], capsys)
+    assert code == 0, err
+    (version,) = [p for p in tmp_path.iterdir() if p.name.isdigit()]
+    sentences = gold_sentences(parser.root / "test.mrg")[:10] + ["", "unknownword the cat ."]
+    result = subprocess.run([sys.executable, "-c", EXPORTED_TREES, str(version),
+                             json.dumps(sentences)], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    exported = json.loads(result.stdout.splitlines()[-1])
+    assert exported == in_process_trees(parser.runner, sentences, 4)
+    assert exported[-2] == "" and exported[0].startswith("(TOP (S ")
+
+
+def test_bad_treebanks_and_references_are_one_line_errors(parser, tmp_path, capsys):
+    (tmp_path / "bad.mrg").write_text("( (S (NP (DT a) (NN b))\n  (VP (VBD c))) ))\n",
+                                      encoding="utf-8")
+    (tmp_path / "empty.mrg").write_text("\n", encoding="utf-8")
+    (tmp_path / "wsj" / "02").mkdir(parents=True)
+    good = parser.root / "dev.mrg"
+    cases = [
+        (datagen.main, ["--problem=bad", "--task=parsing", f"--train={tmp_path / 'bad.mrg'}",
+                        f"--dev={good}"], r"bad.mrg, line 2: a '\)' closes no bracket"),
+        (datagen.main, ["--problem=empty", "--task=parsing",
+                        f"--train={tmp_path / 'empty.mrg'}", f"--dev={good}"],
+         "no trees in the train files of empty"),
+        (datagen.main, ["--problem=parsing_wsj", f"--raw_dir={tmp_path / 'wsj'}"],
+         "holds no WSJ treebank: expected the Treebank-3"),
+        (decoder.main, [f"--model_dir={parser.model_dir}", f"--decode_from_file={good}",
+                        f"--decode_reference={parser.root / 'test.mrg'}"],
+         "test.mrg has 30 references but .*dev.mrg has"),
+    ]
+    for main, argv, message in cases:
+        if main is datagen.main:
+            argv = argv + [f"--data_dir={tmp_path / 'data'}"]
+        code, _, err = run(main, argv, capsys)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and re.search(message, err), err
