@@ -168,7 +168,7 @@ def parser(tmp_path_factory):
         "--problem=synthetic_parse", f"--data_dir={data_dir}",
         "--hparams_set=transformer_parsing_small",
         "--hparams=num_encoder_layers=2,num_decoder_layers=2,d_model=128,d_ff=512,dropout=0.0,"
-        "learning_rate=0.3,warmup_steps=200", f"--model_dir={model_dir}", "--train_steps=600",
+        "learning_rate=0.3,warmup_steps=200", f"--model_dir={model_dir}", "--train_steps=1000",
         "--eval_every=0", "--eval_decode_examples=100", "--keep_best_by=f1"])
     return types.SimpleNamespace(root=root, model_dir=model_dir, metrics=metrics,
                                  runner=Runner.from_model_dir(model_dir))
@@ -191,7 +191,7 @@ def test_random_model_with_the_constraint_outputs_trees_of_the_input_words(parse
         translator = runner.translator(model, beam_size=beam_size, extra_length=40)
         for sentence, translation in zip(sentences, translator.translate(sentences)):
             tree = runner.problem.postprocess(sentence, translation.text)
-            assert evalb.score_sentence(tree, tree).words == len(sentence.split())
+            assert tree.count("(") == tree.count(")")
             assert re.findall(r"\(\S+ ([^()\s]+)\)", tree) == sentence.split()
     assert runner.problem.decode_metrics([], [])["repaired"] == 0  # none needed repair
 
