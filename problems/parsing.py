@@ -21,6 +21,7 @@ from t2t_lite.problem import Problem
 from t2t_lite.registry import register_problem
 from t2t_lite.text import SentencePieceVocabulary
 
+from t2t_lite.problems.translate import sentencepiece_path
 from t2t_lite.problems.translate_files import check_new_name, record_spec
 from t2t_lite.problems.tree_vocabulary import (ParsingVocabulary, TreeConstraint,
                                                symbols_path)
@@ -66,22 +67,16 @@ class ParsingProblem(Problem):
         for tree in self.trees(split, raw_dir):
             yield " ".join(tree.words()), " ".join(linearize(tree))
 
-    def vocabulary_path(self, data_dir):
-        return os.path.join(data_dir, f"{self.name}.sentencepiece.model")
-
     def vocabulary(self, data_dir):
-        path = self.vocabulary_path(data_dir)
-        if not os.path.exists(path):
-            raise UserError(f"no vocabulary {path}: run `t2t-lite-datagen --problem={self.name} "
-                            f"--data_dir={data_dir}`")
-        vocabulary = ParsingVocabulary.load(path, symbols_path(data_dir, self.name))
+        vocabulary = ParsingVocabulary.load(sentencepiece_path(self, data_dir, must_exist=True),
+                                            symbols_path(data_dir, self.name))
         self._symbols = vocabulary.tag_set, vocabulary.label_set
         return vocabulary
 
     def build_vocabulary(self, data_dir, raw_dir):
         """SentencePiece subwords of the training sentences, and every tag and label of the
         treebank's splits as whole symbols."""
-        path = self.vocabulary_path(data_dir)
+        path = sentencepiece_path(self, data_dir)
         if os.path.exists(path):
             vocabulary = self.vocabulary(data_dir)
             if vocabulary.words.size != self.vocab_size:

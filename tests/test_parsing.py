@@ -3,6 +3,7 @@ trees; a small model that learns a synthetic treebank; decoder and export agreei
 
 import itertools
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 
 from reference_decoding import sequence_scores
 from synthetic_treebank import write_treebank
-from t2t_lite import cli, evalb
+from t2t_lite import evalb
 from t2t_lite.cli import datagen, decoder, exporter, trainer
 from t2t_lite.decoding import search
 from t2t_lite.errors import UserError
@@ -23,6 +24,7 @@ from t2t_lite.runner import Runner
 from t2t_lite.text import EOS_ID
 from t2t_lite.training import create_model
 from test_decoding import padded, random_model
+from test_translate_files import run
 
 LDC_TREES = """\
 ( (S
@@ -139,17 +141,6 @@ def test_constrained_beam_search_finds_the_best_valid_tree_of_a_random_model(alp
     np.testing.assert_allclose(float(scores[0]), best[0], rtol=1e-5)
 
 
-def run(main, argv, capsys):
-    """(exit status, stdout, stderr) of a console script's main run as the CLI runs it."""
-    try:
-        cli.run(main, argv)
-        code = 0
-    except SystemExit as exit_info:
-        code = exit_info.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 @pytest.fixture(scope="module")
 def parser(tmp_path_factory):
     """A small model trained by the CLIs on a synthetic treebank made into a problem by
@@ -207,22 +198,22 @@ def in_process_trees(runner, sentences, beam_size):
 
 
 def test_the_decoder_writes_trees_of_the_input_words_and_prints_evalb(parser, tmp_path,
-                                                                     capsys):
+                                                                     caplog):
     sentences = gold_sentences(parser.root / "test.mrg")
     (tmp_path / "sentences.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
-    code, out, err = run(decoder.main, [
+    caplog.set_level(logging.INFO, logger="t2t_lite")
+    printed = decoder.main([
         f"--model_dir={parser.model_dir}", f"--decode_from_file={tmp_path / 'sentences.txt'}",
         f"--decode_to_file={tmp_path / 'trees.txt'}",
-        f"--decode_reference={parser.root / 'test.mrg'}", "--beam_size=4"], capsys)
-    assert code == 0, err
+        f"--decode_reference={parser.root / 'test.mrg'}", "--beam_size=4"])
     trees = (tmp_path / "trees.txt").read_text(encoding="utf-8").splitlines()
     assert trees == in_process_trees(parser.runner, sentences, 4)
     for sentence, tree in zip(sentences, trees):
         assert re.findall(r"\(\S+ ([^()\s]+)\)", tree) == sentence.split()
     gold = [str(clean(tree)) for tree in read_trees(str(parser.root / "test.mrg"))]
     summary = evalb.evaluate(gold, trees)
-    assert str(summary) in out.splitlines() and summary.f1 > 85
-    assert "0 of 30 trees needed repair" in out
+    assert printed == str(summary) and summary.f1 > 85
+    assert "0 of 30 trees needed repair" in caplog.messages
 
 
 EXPORTED_TREES = """
@@ -235,11 +226,10 @@ print(json.dumps([s.decode("utf-8") for s in outputs["outputs"].numpy()]))
 """
 
 
-def test_the_exported_model_returns_the_decoders_trees(parser, tmp_path, capsys):
+def test_the_exported_model_returns_the_decoders_trees(parser, tmp_path):
     """Loaded in a process that imports only tensorflow and tensorflow_text."""
-    code, _, err = run(exporter.main, [f"--model_dir={parser.model_dir}", "--beam_size=4",
-                                       f"--export_dir={tmp_path}"], capsys)
-    assert code == 0, err
+    exporter.main([f"--model_dir={parser.model_dir}", "--beam_size=4",
+                   f"--export_dir={tmp_path}"])
     (version,) = [p for p in tmp_path.iterdir() if p.name.isdigit()]
     sentences = gold_sentences(parser.root / "test.mrg")[:10] + ["", "unknownword the cat ."]
     result = subprocess.run([sys.executable, "-c", EXPORTED_TREES, str(version),
@@ -272,5 +262,5 @@ def test_bad_treebanks_and_references_are_one_line_errors(parser, tmp_path, caps
     for main, argv, message in cases:
         if main is datagen.main:
             argv = argv + [f"--data_dir={tmp_path / 'data'}"]
-        code, _, err = run(main, argv, capsys)
+        code, err = run(main, argv, capsys)
         assert code == 2 and len(err.strip().splitlines()) == 1 and re.search(message, err), err
