@@ -80,13 +80,13 @@ def encode_lines(translator, lines, source, first_number=1):
 
 def read_sources_and_references(args, problem):
     sources = read_lines(args.decode_from_file)
-    references = None
+    references, unit = None, "lines"
     if args.decode_reference:
-        references = problem.read_references(args.decode_reference)
+        references, unit = problem.read_references(args.decode_reference), "references"
         if references is None:
-            references = read_lines(args.decode_reference)
+            references, unit = read_lines(args.decode_reference), "lines"
     if references is not None and len(references) != len(sources):
-        raise UserError(f"{args.decode_reference} has {len(references)} references but "
+        raise UserError(f"{args.decode_reference} has {len(references)} {unit} but "
                         f"{args.decode_from_file} has {len(sources)}: they must be parallel")
     return sources, references
 
