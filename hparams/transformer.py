@@ -50,3 +50,22 @@ def transformer_tiny():
     return transformer_base().replace(
         num_encoder_layers=2, num_decoder_layers=2, d_model=128, d_ff=512, num_heads=4,
         batch_size=2048, max_length=64, warmup_steps=200, learning_rate=0.3)
+
+
+@register_hparams
+def transformer_parsing():
+    """Section 6.3's parser: 4+4 layers, d_model=1024 (d_ff=4096, h=16); beam 21, alpha 0.3 and
+    outputs up to input length + 300 tokens; training examples up to 512 tokens, since a
+    linearized tree is about three tokens a word."""
+    return transformer_big().replace(
+        num_encoder_layers=4, num_decoder_layers=4, max_length=512, beam_size=21, alpha=0.3,
+        extra_length=300)
+
+
+@register_hparams
+def transformer_parsing_small():
+    """transformer_parsing sized for a few thousand trees on a CPU: 3+3 layers, d_model=256,
+    d_ff=1024, h=4, a short warmup; the same decoding."""
+    return transformer_parsing().replace(
+        num_encoder_layers=3, num_decoder_layers=3, d_model=256, d_ff=1024, num_heads=4,
+        dropout=0.1, batch_size=2048, warmup_steps=1000)

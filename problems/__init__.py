@@ -1,3 +1,3 @@
 """Built-in problems; importing this package registers them."""
 
-from t2t_lite.problems import algorithmic, translate, translate_files  # noqa: F401
+from t2t_lite.problems import algorithmic, parsing, translate, translate_files  # noqa: F401

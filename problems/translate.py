@@ -31,14 +31,10 @@ class TranslationProblem(Problem):
     bleu_tokenize = None  # sacreBLEU's tokenizer, if not the target language's (--bleu_tokenize)
 
     def vocabulary_path(self, data_dir):
-        return os.path.join(data_dir, f"{self.name}.sentencepiece.model")
+        return sentencepiece_path(self, data_dir)
 
     def vocabulary(self, data_dir):
-        path = self.vocabulary_path(data_dir)
-        if not os.path.exists(path):
-            raise UserError(f"no vocabulary {path}: run `t2t-lite-datagen --problem={self.name} "
-                            f"--data_dir={data_dir}`")
-        return SentencePieceVocabulary.load(path)
+        return SentencePieceVocabulary.load(sentencepiece_path(self, data_dir, must_exist=True))
 
     def bleu_tokenizer(self):
         return self.bleu_tokenize or bleu_tokenizer_for(self.target_language)
@@ -69,6 +65,16 @@ class TranslationProblem(Problem):
         if not sentences:
             raise UserError(f"{self.name} has no training text to learn a vocabulary from")
         return SentencePieceVocabulary.train(path, sentences, self.vocab_size, self.vocab_type)
+
+
+def sentencepiece_path(problem, data_dir, must_exist=False):
+    """Where `problem` keeps its SentencePiece model in data_dir; with must_exist, a missing one
+    is a UserError saying how to make it."""
+    path = os.path.join(data_dir, f"{problem.name}.sentencepiece.model")
+    if must_exist and not os.path.exists(path):
+        raise UserError(f"no vocabulary {path}: run `t2t-lite-datagen --problem={problem.name} "
+                        f"--data_dir={data_dir}`")
+    return path
 
 
 class TfdsTranslationProblem(TranslationProblem):

@@ -53,10 +53,7 @@ class TranslateFiles(TranslationProblem):
     def create(cls, name, data_dir, *, files_dir=None, train=None, dev=None, test=None,
                source_lang=None, target_lang=None, vocab_size=8000, vocab_type="bpe"):
         """The problem `name` made of the given files, recorded in data_dir (see the module)."""
-        if not re.fullmatch(r"[A-Za-z0-9_]+", name):
-            raise UserError(f"--problem={name}: name your corpus with letters, digits and _")
-        if name in registry.problems.names():
-            raise UserError(f"--problem={name} is a built-in problem: give your corpus a new name")
+        check_new_name(name)
         languages = [source_lang, target_lang] if source_lang and target_lang else None
         if bool(source_lang) != bool(target_lang):
             raise UserError("pass both --source_lang and --target_lang, or neither (TSV files)")
@@ -73,7 +70,7 @@ class TranslateFiles(TranslationProblem):
         spec = {"problem_class": "translate_files", "source_lang": source_lang,
                 "target_lang": target_lang, "files": files, "vocab_size": vocab_size,
                 "vocab_type": vocab_type}
-        _record(name, data_dir, spec)
+        record_spec(name, data_dir, spec)
         return cls(name, spec)
 
     def text_pairs(self, split, raw_dir):
@@ -120,7 +117,15 @@ def _expected(split, languages):
     return " or ".join(stem + suffixes for stem in stems)
 
 
-def _record(name, data_dir, spec):
+def check_new_name(name):
+    """A user's corpus needs a name of its own, usable in file names."""
+    if not re.fullmatch(r"[A-Za-z0-9_]+", name):
+        raise UserError(f"--problem={name}: name your corpus with letters, digits and _")
+    if name in registry.problems.names():
+        raise UserError(f"--problem={name} is a built-in problem: give your corpus a new name")
+
+
+def record_spec(name, data_dir, spec):
     """Writes the spec, unless data_dir already has data made from a different one."""
     path = registry.problem_spec_path(data_dir, name)
     if os.path.exists(path):

@@ -9,6 +9,13 @@ share of the softmax: scores are the model's own probabilities.
 
 Scores are as in tensor2tensor: the log-probability of the hypothesis (EOS included) divided by
 GNMT's length penalty ((5 + length) / 6) ** alpha (Wu et al. 2016).
+
+A problem may constrain the search (parsing: only well-formed trees) with an object of three
+methods on keras.ops tensors, whose state is a tuple of arrays with one row per hypothesis:
+  start(inputs, max_length) -> state;  allowed(state, step, limits) -> bool [rows, vocab];
+  update(state, tokens) -> state.
+Tokens it does not allow get probability 0 at that step, so beam search ranks only allowed
+outputs; their scores stay the model's log-probabilities, not renormalized.
 """
 
 import keras
@@ -24,13 +31,13 @@ def length_penalty(length, alpha):
     return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
 
 
-def search(model, inputs, beam_size, alpha, extra_length):
+def search(model, inputs, beam_size, alpha, extra_length, constraint=None):
     """inputs [B, S] (EOS-terminated, PAD-padded) -> (ids [B, S + extra_length], scores [B]):
     the best hypothesis of each example, by beam search, or greedy search when beam_size is 1
     (as tensor2tensor does: a one-wide beam that sets finished hypotheses aside is not greedy)."""
     if beam_size == 1:
-        return greedy_search(model, inputs, extra_length, alpha)
-    ids, scores = beam_search(model, inputs, beam_size, alpha, extra_length)
+        return greedy_search(model, inputs, extra_length, alpha, constraint)
+    ids, scores = beam_search(model, inputs, beam_size, alpha, extra_length, constraint)
     return ids[:, 0], scores[:, 0]
 
 
@@ -70,24 +77,33 @@ def _reorder(before, after, rows):
         lambda old, new: new if new is old else ops.take(new, rows, axis=0), before, after)
 
 
-def greedy_search(model, inputs, extra_length, alpha=0.0):
+def _constrain(constraint, log_probs, state, step, limits):
+    """log_probs [rows, vocab] with the tokens the constraint forbids made impossible."""
+    if constraint is None:
+        return log_probs
+    return ops.where(constraint.allowed(state, step, limits), log_probs, _INVALID)
+
+
+def greedy_search(model, inputs, extra_length, alpha=0.0, constraint=None):
     """inputs [B, S] -> (ids [B, S + extra_length], scores [B]): the most probable token at each
     step; each row EOS-terminated unless it reached its limit, then PAD-padded."""
     batch = ops.shape(inputs)[0]
     limits, max_length, cache = _start(model, inputs, extra_length)
+    state = constraint.start(inputs, max_length) if constraint else ()
     outputs = ops.zeros((batch, max_length), "int32")
     log_probs = ops.zeros((batch,), "float32")
     lengths = ops.zeros((batch,), "int32")
     finished = limits <= 0
     previous = ops.full((batch,), PAD_ID, "int32")
 
-    def not_done(step, previous, outputs, log_probs, lengths, finished, cache):
+    def not_done(step, previous, outputs, log_probs, lengths, finished, cache, state):
         return ops.logical_and(step < max_length, ops.logical_not(ops.all(finished)))
 
-    def body(step, previous, outputs, log_probs, lengths, finished, cache):
+    def body(step, previous, outputs, log_probs, lengths, finished, cache, state):
         logits, cache = model.decode_step(previous, step, cache)
         step_log_probs = ops.where(ops.arange(ops.shape(logits)[-1]) == PAD_ID, _INVALID,
                                    ops.log_softmax(logits, axis=-1))
+        step_log_probs = _constrain(constraint, step_log_probs, state, step, limits)
         best = ops.cast(ops.argmax(step_log_probs, axis=-1), "int32")
         best_log_prob = ops.max(step_log_probs, axis=-1)
         next_ids = ops.where(finished, PAD_ID, best)
@@ -95,14 +111,16 @@ def greedy_search(model, inputs, extra_length, alpha=0.0):
         log_probs = log_probs + ops.where(finished, 0.0, best_log_prob)
         lengths = lengths + ops.cast(ops.logical_not(finished), "int32")
         finished = finished | (next_ids == EOS_ID) | (step + 1 >= limits)
-        return step + 1, next_ids, outputs, log_probs, lengths, finished, cache
+        if constraint:
+            state = constraint.update(state, next_ids)
+        return step + 1, next_ids, outputs, log_probs, lengths, finished, cache, state
 
-    _, _, outputs, log_probs, lengths, _, _ = ops.while_loop(
-        not_done, body, (0, previous, outputs, log_probs, lengths, finished, cache))
+    _, _, outputs, log_probs, lengths, _, _, _ = ops.while_loop(
+        not_done, body, (0, previous, outputs, log_probs, lengths, finished, cache, state))
     return outputs, log_probs / length_penalty(ops.maximum(lengths, 1), alpha)
 
 
-def beam_search(model, inputs, beam_size, alpha, extra_length):
+def beam_search(model, inputs, beam_size, alpha, extra_length, constraint=None):
     """inputs [B, S] -> (ids [B, beam_size, S + extra_length], scores [B, beam_size]): the
     beam_size best finished hypotheses of each example, best first (tensor2tensor's algorithm).
 
@@ -118,6 +136,9 @@ def beam_search(model, inputs, beam_size, alpha, extra_length):
     limits, max_length, cache = _start(model, inputs, extra_length)
     # Every cache entry is batch-major: beams of example b are rows b * beam_size + k.
     cache = keras.tree.map_structure(lambda x: ops.repeat(x, beam_size, axis=0), cache)
+    state = keras.tree.map_structure(lambda x: ops.repeat(x, beam_size, axis=0),
+                                     constraint.start(inputs, max_length) if constraint else ())
+    beam_limits = ops.repeat(limits, beam_size, axis=0)
     empty = ops.zeros((batch, beam_size, max_length), "int32")
     # One live beam per example at first, so the first step does not pick beam_size copies.
     alive_log_probs = ops.tile(
@@ -130,14 +151,16 @@ def beam_search(model, inputs, beam_size, alpha, extra_length):
         best_possible = alive_log_probs[:, 0] / length_penalty(limits, alpha)
         return (step >= limits) | (finished_scores[:, -1] > best_possible)
 
-    def not_done(step, previous, alive, alive_log_probs, finished, finished_scores, cache):
+    def not_done(step, previous, alive, alive_log_probs, finished, finished_scores, cache,
+                 state):
         return ops.logical_and(
             step < max_length,
             ops.logical_not(ops.all(example_done(step, alive_log_probs, finished_scores))))
 
-    def body(step, previous, alive, alive_log_probs, finished, finished_scores, cache):
+    def body(step, previous, alive, alive_log_probs, finished, finished_scores, cache, state):
         logits, new_cache = model.decode_step(previous, step, cache)
-        log_probs = ops.log_softmax(logits, axis=-1)  # [batch * beam, vocab]
+        log_probs = _constrain(constraint, ops.log_softmax(logits, axis=-1), state, step,
+                               beam_limits)  # [batch * beam, vocab]
         penalty = length_penalty(step + 1, alpha)
         alive_valid = alive_log_probs > _INVALID / 2
         last_step = (step + 1 >= limits)[:, None]
@@ -147,7 +170,8 @@ def beam_search(model, inputs, beam_size, alpha, extra_length):
                                                                  "int32"))
         eos_log_probs = alive_log_probs + ops.reshape(ops.take(log_probs, EOS_ID, axis=1),
                                                       (batch, beam_size))
-        eos_scores = ops.where(alive_valid, eos_log_probs / penalty, _INVALID)
+        eos_scores = ops.where(alive_valid & (eos_log_probs > _INVALID / 2),
+                               eos_log_probs / penalty, _INVALID)
 
         # The beam_size best continuations other than EOS and PAD of all beams together are
         # among each beam's beam_size + 2 best tokens.
@@ -166,6 +190,10 @@ def beam_search(model, inputs, beam_size, alpha, extra_length):
                             (batch, beam_size, max_length))
         alive = ops.slice_update(alive, (0, 0, step), tokens[:, :, None])
         cache = _reorder(cache, new_cache, rows)
+        if constraint:
+            state = constraint.update(
+                keras.tree.map_structure(lambda x: ops.take(x, rows, axis=0), state),
+                ops.reshape(tokens, (-1,)))
 
         # At its limit an example's alive hypotheses finish unterminated.
         truncated_scores = ops.where(last_step & (top_log_probs > _INVALID / 2),
@@ -179,8 +207,9 @@ def beam_search(model, inputs, beam_size, alpha, extra_length):
             (batch, beam_size, max_length))
         alive_log_probs = ops.where(last_step, _INVALID, top_log_probs)
         return (step + 1, ops.reshape(tokens, (-1,)), alive, alive_log_probs, finished,
-                finished_scores, cache)
+                finished_scores, cache, state)
 
-    _, _, _, _, finished, finished_scores, _ = ops.while_loop(
-        not_done, body, (0, previous, empty, alive_log_probs, empty, finished_scores, cache))
+    _, _, _, _, finished, finished_scores, _, _ = ops.while_loop(
+        not_done, body,
+        (0, previous, empty, alive_log_probs, empty, finished_scores, cache, state))
     return finished, finished_scores

@@ -38,6 +38,9 @@ class Problem:
 
     # Prefix of the data files; the registered name, or the snake_case class name.
     name = "problem"
+    # The names decode_metrics returns, and those of them where lower is better.
+    metric_names = ("sequence_accuracy",)
+    lower_is_better = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -70,6 +73,25 @@ class Problem:
         """What the user sees of a detokenized model output (or dev/test reference) for
         `source_text`; identity here, a tree for parsing."""
         return output_text
+
+    # Decoding hooks of problems whose outputs have a structure (parsing: trees).
+
+    def search_constraint(self, vocabulary):
+        """A search constraint (see t2t_lite.decoding) every decode uses, or None."""
+        return None
+
+    def tf_postprocess(self, vocabulary):
+        """postprocess in-graph for the exported model (see Translator), or None."""
+        return None
+
+    def read_references(self, path):
+        """The references of the decoder's --decode_reference, or None: one per line."""
+        return None
+
+    def reference_report(self, hypotheses, references):
+        """The decoder's one-line score of postprocessed outputs against references, or None:
+        sacreBLEU's."""
+        return None
 
     # Shared machinery.
 
@@ -111,7 +133,8 @@ class Problem:
                 if is_empty(pair):
                     skipped += 1
                     continue
-                inputs, targets = (vocabulary.encode(text) + [EOS_ID] for text in pair)
+                inputs = vocabulary.encode(pair[0]) + [EOS_ID]
+                targets = vocabulary.encode_target(pair[1]) + [EOS_ID]
                 writers[examples % len(writers)].write(data.serialize_example(inputs, targets))
                 lengths[max(len(inputs), len(targets))] += 1
                 examples += 1

@@ -120,11 +120,18 @@ class Runner:
         if engine == "ctranslate2":
             from t2t_lite.ctranslate2_translator import ctranslate2_translator
 
+            if self.problem.search_constraint(self.vocabulary) is not None:
+                raise UserError(f"{self.problem.name} needs a constrained search (e.g. to well-"
+                                "formed trees), which CTranslate2 cannot run: use "
+                                "--engine=tensorflow")
+
             return ctranslate2_translator(self, checkpoint_path, hparams, batch_size,
                                           quantization)
         if model is None:
             model = self.restored_model(checkpoint_path)
-        return Translator(model, self.vocabulary, hparams, batch_size)
+        return Translator(model, self.vocabulary, hparams, batch_size,
+                          self.problem.search_constraint(self.vocabulary),
+                          self.problem.tf_postprocess(self.vocabulary))
 
     def attention(self, sources, targets=None, *, translator=None, checkpoint_path=None):
         """The attention weights (t2t_lite.attention.Attention) of each source with its target,

@@ -47,6 +47,10 @@ class Vocabulary(tf.Module):
     def encode(self, text):
         raise NotImplementedError
 
+    def encode_target(self, text):
+        """The ids of a target text; as a source text's unless the two sides differ (parsing)."""
+        return self.encode(text)
+
     def decode(self, ids):
         """Text of `ids` up to the first EOS, padding ignored."""
         raise NotImplementedError

@@ -25,20 +25,27 @@ class Translator(tf.Module):
     Scores are the length-penalized log-probabilities of the outputs (see t2t_lite.decoding); an
     empty input has the empty output and score 0. A tf.Module, so that saving it saves the model
     and the vocabulary's in-graph tokenizer with its signatures.
+
+    A problem may add a search `constraint` (see t2t_lite.decoding) and `tf_postprocess`,
+    the in-graph twin of its Problem.postprocess that the text signature applies:
+    (sources tf.string [batch], output ids [batch, length]) -> tf.string [batch].
     """
 
-    def __init__(self, model, vocabulary, hparams, batch_size=32):
+    def __init__(self, model, vocabulary, hparams, batch_size=32, constraint=None,
+                 tf_postprocess=None):
         super().__init__()
         self.model = model
         self.vocabulary = vocabulary
         self.hparams = hparams
         self.batch_size = batch_size
         self.max_input_tokens = hparams.max_length - 1  # and EOS
+        self.tf_postprocess = tf_postprocess
         # Not jit_compile: XLA would compile anew for every input shape, and its gain on CPU
         # is small and load-dependent (benchmarks/RESULTS.md).
         self._search = tf.function(
             lambda inputs: search(model, inputs, hparams.beam_size, hparams.alpha,
-                                  hparams.extra_length))
+                                  hparams.extra_length, constraint))
+        self.constraint = constraint
         self._n_best_search = None
 
     def is_truncated(self, tokens):
@@ -87,7 +94,8 @@ class Translator(tf.Module):
         if self._n_best_search is None:
             self._n_best_search = tf.function(
                 lambda inputs: beam_search(self.model, inputs, self.hparams.beam_size,
-                                           self.hparams.alpha, self.hparams.extra_length),
+                                           self.hparams.alpha, self.hparams.extra_length,
+                                           self.constraint),
                 reduce_retracing=True)
         results = [[Translation("", 0.0)] * n for _ in token_lists]
         nonempty = [i for i, tokens in enumerate(token_lists) if tokens]
@@ -104,6 +112,8 @@ class Translator(tf.Module):
     def translate_strings(self, texts):
         """tf.string [batch] -> {"outputs": tf.string [batch], "scores": float32 [batch]}."""
         outputs, scores = self._translate(self.vocabulary.tf_encode(texts))
+        if self.tf_postprocess is not None:
+            return {"outputs": self.tf_postprocess(texts, outputs), "scores": scores}
         return {"outputs": self.vocabulary.tf_decode(outputs), "scores": scores}
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="inputs")])

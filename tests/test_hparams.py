@@ -50,3 +50,14 @@ def test_cpu_sets_derive_from_base():
     small, tiny = registry.hparams("transformer_small"), registry.hparams("transformer_tiny")
     assert (small.num_encoder_layers, small.d_model, small.d_ff, small.num_heads) == (3, 256, 1024, 4)
     assert small.adam_beta2 == tiny.adam_beta2 == 0.98 and tiny.d_model < small.d_model
+
+
+def test_parsing_matches_section_6_3():
+    """A 4-layer Transformer with d_model = 1024; beam 21, alpha 0.3, input length + 300."""
+    parsing = registry.hparams("transformer_parsing")
+    assert (parsing.num_encoder_layers, parsing.num_decoder_layers, parsing.d_model) == (
+        4, 4, 1024)
+    assert (parsing.beam_size, parsing.alpha, parsing.extra_length) == (21, 0.3, 300)
+    small = registry.hparams("transformer_parsing_small")
+    assert (small.beam_size, small.alpha, small.extra_length) == (21, 0.3, 300)
+    assert small.d_model < parsing.d_model

@@ -2,7 +2,7 @@
 
 A registered problem (e.g. translate_ende_wmt32k) is downloaded through tensorflow-datasets; a
 new name with --files_dir or --train/--dev/--test makes a problem of the user's own parallel
-files, which later commands find in the data_dir.
+files (or, with --task=parsing, treebank files), which later commands find in the data_dir.
 """
 
 import logging
@@ -26,6 +26,9 @@ def parse_args(argv):
     own = parser.add_argument_group(
         "your own corpus", "line-aligned files STEM.SOURCE_LANG + STEM.TARGET_LANG, or "
         "STEM.tsv with source<TAB>target lines")
+    own.add_argument("--task", choices=("translation", "parsing"), default="translation",
+                     help="parsing: --train/--dev/--test are Penn-bracket tree files, "
+                     "directories of them or globs (default: translation)")
     own.add_argument("--files_dir", help="a directory with train.*, dev.* (or valid.*, val.*) "
                      "and optionally test.*")
     own.add_argument("--train", help="a TSV file, or the path before .SOURCE_LANG/.TARGET_LANG")
@@ -50,6 +53,7 @@ def main(argv):
     args = parse_args(argv)
     from t2t_lite import registry
     from t2t_lite.errors import UserError
+    from t2t_lite.problems.parsing import ParsingFiles
     from t2t_lite.problems.translate_files import TranslateFiles
 
     if args.usr_dir:
@@ -58,7 +62,13 @@ def main(argv):
     raw_dir = os.path.abspath(os.path.expanduser(args.raw_dir)) if args.raw_dir else None
     own_corpus = {flag: getattr(args, flag) for flag in FILE_FLAGS + SETTING_FLAGS
                   if getattr(args, flag) is not None}
-    if own_corpus.keys() & set(FILE_FLAGS):
+    if args.task == "parsing":
+        other = sorted(own_corpus.keys() - {"train", "dev", "test", "vocab_size"})
+        if other:
+            raise UserError(f"--{', --'.join(other)}: not for --task=parsing, which takes "
+                            "--train, --dev, --test and --vocab_size")
+        problem = ParsingFiles.create(args.problem, data_dir, **own_corpus)
+    elif own_corpus.keys() & set(FILE_FLAGS):
         problem = TranslateFiles.create(args.problem, data_dir, **own_corpus)
     elif own_corpus:
         raise UserError(f"--{', --'.join(own_corpus)}: only for your own corpus, made with "

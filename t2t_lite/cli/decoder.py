@@ -22,7 +22,8 @@ def parse_args(argv):
     parser.add_argument("--decode_to_file", help="translations, one a line, in the order of "
                         "--decode_from_file (default: stdout)")
     parser.add_argument("--decode_reference",
-                        help="reference translations: print sacreBLEU and its signature")
+                        help="reference translations: print sacreBLEU and its signature (for "
+                        "parsing: gold trees, print EVALB's F1)")
     parser.add_argument("--batch_size", type=int, default=32,
                         help="sentences translated together (sorted by length)")
     add_bleu_tokenize_flag(parser)
@@ -117,11 +118,15 @@ def encode_lines(translator, lines, source, first_number=1):
     return token_lists
 
 
-def read_sources_and_references(args):
+def read_sources_and_references(args, problem):
     sources = read_lines(args.decode_from_file)
-    references = read_lines(args.decode_reference) if args.decode_reference else None
+    references, unit = None, "lines"
+    if args.decode_reference:
+        references, unit = problem.read_references(args.decode_reference), "references"
+        if references is None:
+            references, unit = read_lines(args.decode_reference), "lines"
     if references is not None and len(references) != len(sources):
-        raise UserError(f"{args.decode_reference} has {len(references)} lines but "
+        raise UserError(f"{args.decode_reference} has {len(references)} {unit} but "
                         f"{args.decode_from_file} has {len(sources)}: they must be parallel")
     return sources, references
 
@@ -130,13 +135,19 @@ def decode_file(runner, translator, sources, references, args):
     from t2t_lite.files import write_text_atomically
     from t2t_lite.metrics import bleu
 
+    problem = runner.problem
     token_lists = encode_lines(translator, sources, args.decode_from_file)
     start = time.perf_counter()
     if args.n_best:
-        n_best = translator.translate_n_best(token_lists, args.n_best)
+        n_best = [[translation._replace(text=problem.postprocess(source, translation.text))
+                   for translation in translations]
+                  for source, translations in zip(sources,
+                                                  translator.translate_n_best(token_lists,
+                                                                              args.n_best))]
         hypotheses = [translations[0].text for translations in n_best]
     else:
-        hypotheses = [t.text for t in translator.translate_tokens(token_lists)]
+        hypotheses = [problem.postprocess(source, t.text) for source, t in
+                      zip(sources, translator.translate_tokens(token_lists))]
     elapsed = time.perf_counter() - start
     logger.info("translated %d lines in %.1f s (%.1f sentences/s)", len(sources), elapsed,
                 len(sources) / max(elapsed, 1e-9))
@@ -150,6 +161,10 @@ def decode_file(runner, translator, sources, references, args):
     if args.attention_dir:
         write_attention(translator, token_lists, hypotheses, args.attention_dir)
     if references is not None:
+        report = problem.reference_report(hypotheses, references)
+        if report is not None:
+            print(report)
+            return report
         score, signature = bleu(hypotheses, references, bleu_tokenizer(runner, args),
                                 args.bleu_lowercase)
         print(f"{score}  {signature}")
@@ -166,7 +181,7 @@ def write_attention(translator, token_lists, hypotheses, directory):
     logger.info("wrote the attention of %d lines to %s", len(hypotheses), directory)
 
 
-def decode_interactively(translator):
+def decode_interactively(translator, problem):
     """Translates each line of stdin as soon as it is typed; a bad line is reported and
     skipped."""
     prompt = sys.stdin.isatty()
@@ -188,24 +203,26 @@ def decode_interactively(translator):
         except UserError as error:
             print(f"{error}; skipped", file=sys.stderr)
             continue
-        print(translator.translate_tokens([tokens])[0].text, flush=True)
+        print(problem.postprocess(line, translator.translate_tokens([tokens])[0].text),
+              flush=True)
 
 
 def main(argv):
     args = parse_args(argv)
+    runner = translating.runner_from_flags(args)
     if args.decode_from_file:  # read before loading the model, so that mistakes show at once
-        sources, references = read_sources_and_references(args)
+        sources, references = read_sources_and_references(args, runner.problem)
     if args.attention_dir:
         from t2t_lite.attention_plot import require_matplotlib
 
         require_matplotlib()
-    runner, translator = translating.translator_from_flags(args, args.batch_size, args.engine,
-                                                           args.quantization or "float32")
+    _, translator = translating.translator_from_flags(args, args.batch_size, args.engine,
+                                                      args.quantization or "float32", runner)
     if args.split:
         return score_split(runner, translator, args)
     if args.decode_from_file:
         return decode_file(runner, translator, sources, references, args)
-    decode_interactively(translator)
+    decode_interactively(translator, runner.problem)
     return None
 
 

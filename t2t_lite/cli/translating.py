@@ -32,7 +32,7 @@ def parse_with_quantization(parser, argv, flag, value):
 
 
 def runner_from_flags(args):
-    """The Runner of --model_dir (with --data_dir and --usr_dir)."""
+    """The Runner of --model_dir (its problem and hparams; no model loaded)."""
     from t2t_lite import registry
     from t2t_lite.runner import Runner
 
@@ -41,9 +41,10 @@ def runner_from_flags(args):
     return Runner.from_model_dir(args.model_dir, args.data_dir)
 
 
-def translator_from_flags(args, batch_size=32, engine="tensorflow", quantization="float32"):
-    """The Runner of --model_dir and a Translator on its restored checkpoint."""
-    runner = runner_from_flags(args)
+def translator_from_flags(args, batch_size=32, engine="tensorflow", quantization="float32",
+                          runner=None):
+    """The Runner of --model_dir (or `runner`) and a Translator on its restored checkpoint."""
+    runner = runner or runner_from_flags(args)
     translator = runner.translator(checkpoint_path=args.checkpoint_path, batch_size=batch_size,
                                    engine=engine, quantization=quantization,
                                    beam_size=args.beam_size, alpha=args.alpha,

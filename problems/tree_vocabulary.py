@@ -1,0 +1,174 @@
+"""The parsing vocabulary (subwords for sentences, whole symbols for trees), the search constraint
+that makes every decoded output a well-formed tree, and the in-graph tree building of the
+exported model.
+
+Ids: the SentencePiece pieces of the sentences first, then one id per tag, per label and per
+closer `/label`, so that labels and tags are never split into pieces. The source side is encoded
+with SentencePiece, the target side symbol by symbol.
+"""
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from t2t_lite.errors import UserError
+from t2t_lite.text import EOS_ID, SentencePieceVocabulary, Vocabulary, strip_ids, tf_strip_mask
+
+from t2t_lite.problems.trees import FILLER_TAG, ROOT
+
+# Kinds of ids, for the constraint and the in-graph trees.
+OTHER, TAG, OPEN, CLOSE = 0, 1, 2, 3
+
+
+class ParsingVocabulary(Vocabulary):
+    def __init__(self, sentencepiece_model, tags, labels):
+        super().__init__()
+        self.words = SentencePieceVocabulary(sentencepiece_model)
+        self.tags, self.labels = sorted(tags), sorted(labels)
+        overlap = set(self.tags) & set(self.labels)
+        if overlap:
+            raise UserError(f"{', '.join(sorted(overlap))} label both words and constituents: "
+                            "the linearized trees need tags and phrase labels to differ")
+        self.symbols = self.tags + self.labels + ["/" + label for label in self.labels]
+        self.offset = self.words.size
+        self.size = self.offset + len(self.symbols)
+        self._ids = {symbol: self.offset + i for i, symbol in enumerate(self.symbols)}
+        self.tag_set, self.label_set = frozenset(self.tags), frozenset(self.labels)
+        # Per id: its kind, its label's index (openers and closers), and whether it starts a
+        # word (a SentencePiece piece beginning with the word boundary mark).
+        kinds = [TAG] * len(self.tags) + [OPEN] * len(self.labels) + [CLOSE] * len(self.labels)
+        self.kinds = np.array([OTHER] * self.offset + kinds, "int32")
+        label_index = list(range(len(self.labels)))
+        self.label_of = np.array([-1] * (self.offset + len(self.tags)) + label_index * 2, "int32")
+        pieces = [self.words._processor.id_to_piece(i) for i in range(self.offset)]
+        self.word_starts = np.array(
+            [piece.startswith("\u2581") and not self.words._processor.is_control(i)
+             for i, piece in enumerate(pieces)] + [False] * len(self.symbols))
+        self._symbol_table = tf.constant(self.symbols or [""])
+        self._kind_table = tf.constant(self.kinds)
+
+    @classmethod
+    def load(cls, model_path, symbols_path):
+        with open(symbols_path, encoding="utf-8") as f:
+            symbols = json.load(f)
+        with open(model_path, "rb") as f:
+            return cls(f.read(), symbols["tags"], symbols["labels"])
+
+    def encode(self, text):
+        return self.words.encode(text)
+
+    def encode_target(self, text):
+        try:
+            return [self._ids[symbol] for symbol in text.split()]
+        except KeyError as error:
+            raise UserError(f"'{error.args[0]}' is not a tag or label of this treebank") from None
+
+    def decode(self, ids):
+        """Subword runs as text, symbols by name, separated by spaces."""
+        parts, run = [], []
+        for i in strip_ids(ids):
+            if i < self.offset:
+                run.append(i)
+                continue
+            if run:
+                parts.append(self.words.decode(run))
+                run = []
+            parts.append(self.symbols[i - self.offset])
+        if run:
+            parts.append(self.words.decode(run))
+        return " ".join(parts)
+
+    def tf_encode(self, texts):
+        return self.words.tf_encode(texts)
+
+    def tf_decode(self, ids):
+        """The symbols of a constrained search's outputs (which hold no subwords)."""
+        kept = tf.ragged.boolean_mask(ids, tf_strip_mask(ids))
+        symbols = tf.gather(self._symbol_table, tf.maximum(kept - self.offset, 0))
+        return tf.strings.reduce_join(symbols, axis=-1, separator=" ")
+
+    def tf_trees(self, sources, ids):
+        """In-graph twin of ParsingProblem.postprocess for constrained outputs: sentences
+        tf.string [batch] and output ids [batch, length] -> Penn-bracket trees tf.string [batch]
+        (empty for an empty sentence)."""
+        kept = tf_strip_mask(ids)
+        kinds = tf.where(kept, tf.gather(self._kind_table, ids), OTHER)
+        symbols = tf.gather(self._symbol_table, tf.maximum(ids - self.offset, 0))
+        words = tf.strings.split(sources)
+        num_words = tf.cast(words.row_lengths(), tf.int32)
+        padded_words = tf.pad(words.to_tensor(""), [[0, 0], [0, 1]])
+        is_tag = kinds == TAG
+        word_index = tf.math.cumsum(tf.cast(is_tag, tf.int32), axis=1) - 1
+        has_word = is_tag & (word_index < num_words[:, None])
+        word = tf.gather(padded_words, tf.clip_by_value(
+            word_index, 0, tf.shape(padded_words)[1] - 1), batch_dims=1)
+        pieces = tf.where(kinds == OPEN, " (" + symbols, "")
+        pieces = tf.where(has_word, " (" + symbols + " " + word + ")", pieces)
+        pieces = tf.where(kinds == CLOSE, ")", pieces)
+        num_tags = tf.reduce_sum(tf.cast(has_word, tf.int32), axis=1)
+        positions = tf.range(tf.shape(padded_words)[1])[None, :]
+        untagged = (positions >= num_tags[:, None]) & (positions < num_words[:, None])
+        extras = tf.where(untagged, f" ({FILLER_TAG} " + padded_words + ")", "")
+        trees = (f"({ROOT}" + tf.strings.reduce_join(pieces, axis=1)
+                 + tf.strings.reduce_join(extras, axis=1) + ")")
+        return tf.where(num_words > 0, trees, "")
+
+
+class TreeConstraint:
+    """The decoding constraint (see t2t_lite.decoding) that allows only well-formed trees with
+    one tag per source word: a closer only for the innermost open constituent once it holds a
+    word, a tag or label only while words remain, EOS only when every constituent is closed and
+    every word tagged, and nothing that could not be completed within the length limit.
+
+    State per hypothesis: words to tag, tags so far, open depth, and a stack of the open
+    constituents' labels and tag counts at opening.
+    """
+
+    def __init__(self, vocabulary):
+        self.kinds = vocabulary.kinds
+        self.label_of = vocabulary.label_of
+        self.word_starts = vocabulary.word_starts.astype("int32")
+
+    def start(self, inputs, max_length):
+        rows = ops.shape(inputs)[0]
+        words = ops.sum(ops.take(ops.convert_to_tensor(self.word_starts), inputs), axis=1)
+        zeros = ops.zeros((rows,), "int32")
+        stack = ops.zeros((rows, max_length + 1), "int32")
+        return words, zeros, zeros, stack, stack
+
+    def allowed(self, state, step, limits):
+        """bool [rows, vocab]: the tokens each hypothesis may take at `step`."""
+        words, tags, depth, labels, tags_at_open = state
+        kinds = ops.convert_to_tensor(self.kinds)[None, :]
+        label_of = ops.convert_to_tensor(self.label_of)[None, :]
+        remaining = limits - 1 - step  # positions after this one, EOS included
+        top = ops.maximum(depth - 1, 0)[:, None]
+        top_label = ops.take_along_axis(labels, top, axis=1)
+        top_filled = tags[:, None] > ops.take_along_axis(tags_at_open, top, axis=1)
+        words_left = words - tags
+        tag_ok = (words_left > 0) & (depth + words_left <= remaining)
+        open_ok = (words_left > 0) & (depth + words_left + 2 <= remaining)
+        close_ok = (depth > 0)[:, None] & top_filled & (label_of == top_label)
+        eos_ok = (depth == 0) & (words_left == 0)
+        vocab = ops.arange(ops.shape(kinds)[1])[None, :]
+        return (((kinds == TAG) & tag_ok[:, None]) | ((kinds == OPEN) & open_ok[:, None])
+                | ((kinds == CLOSE) & close_ok) | ((vocab == EOS_ID) & eos_ok[:, None]))
+
+    def update(self, state, tokens):
+        words, tags, depth, labels, tags_at_open = state
+        kinds = ops.take(ops.convert_to_tensor(self.kinds), tokens)
+        label = ops.take(ops.convert_to_tensor(self.label_of), tokens)
+        opens = kinds == OPEN
+        at_top = (ops.arange(ops.shape(labels)[1])[None, :] == depth[:, None]) & opens[:, None]
+        labels = ops.where(at_top, label[:, None], labels)
+        tags_at_open = ops.where(at_top, tags[:, None], tags_at_open)
+        depth = depth + ops.cast(opens, "int32") - ops.cast(kinds == CLOSE, "int32")
+        tags = tags + ops.cast(kinds == TAG, "int32")
+        return words, tags, ops.clip(depth, 0, ops.shape(labels)[1] - 1), labels, tags_at_open
+
+
+def symbols_path(data_dir, name):
+    return os.path.join(data_dir, f"{name}.symbols.json")

@@ -1,0 +1,266 @@
+"""Parsing: trees read, cleaned and linearized reversibly; a search constrained to well-formed
+trees; a small model that learns a synthetic treebank; decoder and export agreeing; bad input."""
+
+import itertools
+import json
+import logging
+import re
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from reference_decoding import sequence_scores
+from synthetic_treebank import write_treebank
+from t2t_lite import evalb
+from t2t_lite.cli import datagen, decoder, exporter, trainer
+from t2t_lite.decoding import search
+from t2t_lite.errors import UserError
+from t2t_lite.problems.tree_vocabulary import CLOSE, OPEN, OTHER, TAG, TreeConstraint
+from t2t_lite.problems.trees import clean, delinearize, linearize, read_trees
+from t2t_lite.runner import Runner
+from t2t_lite.text import EOS_ID
+from t2t_lite.training import create_model
+from test_decoding import padded, random_model
+from test_translate_files import run
+
+LDC_TREES = """\
+( (S
+    (NP-SBJ-1 (DT The) (NN cat) )
+    (VP (VBD picked)
+      (PRT (RP up) )
+      (NP (-NONE- *-1) )
+      (NP (DT the) (NN toy) ))
+    (. .) ))
+( (S (NP-SBJ (-LRB- -LRB-) (NNP Bob) (-RRB- -RRB-) )
+    (VP (VBD left) (ADVP-TMP (RB early) )
+      (SBAR (-NONE- 0) (S (-NONE- *T*-2) )))
+    (. .) ))
+( (FRAG (NP=2 (NP (NN unary)))) ) ( (X (-NONE- *)) )
+(S (NP (PRP It)) (VP (VBZ works)))
+"""
+CLEANED = [
+    "(TOP (S (NP (DT The) (NN cat)) (VP (VBD picked) (PRT (RP up)) (NP (DT the) (NN toy))) "
+    "(. .)))",
+    "(TOP (S (NP (-LRB- -LRB-) (NNP Bob) (-RRB- -RRB-)) (VP (VBD left) (ADVP (RB early))) "
+    "(. .)))",
+    "(TOP (FRAG (NP (NP (NN unary)))))",
+    None,  # only a trace
+    "(TOP (S (NP (PRP It)) (VP (VBZ works))))",
+]
+
+
+def test_ldc_trees_are_read_cleaned_and_linearized_reversibly(tmp_path):
+    path = tmp_path / "wsj_0001.mrg"
+    path.write_text(LDC_TREES, encoding="utf-8")
+    trees = [clean(tree) for tree in read_trees(str(path))]
+    assert [str(t) if t else None for t in trees] == CLEANED
+    assert " ".join(linearize(trees[0])) == (
+        "S NP DT NN /NP VP VBD PRT RP /PRT NP DT NN /NP /VP . /S")
+    assert linearize(trees[2]) == "FRAG NP NP NN /NP /NP /FRAG".split()
+    for tree in filter(None, trees):
+        tags = {leaf.label for leaf in tree.preterminals()}
+        labels = {s[1:] for s in linearize(tree) if s.startswith("/")}
+        rebuilt, repaired = delinearize(linearize(tree), tree.words(), tags, labels)
+        assert (str(rebuilt), repaired) == (str(tree), False)
+
+
+def test_ill_formed_outputs_are_repaired_and_counted():
+    words = "a b c".split()
+    tags, labels = {"DT", "NN"}, {"NP", "S"}
+    cases = {  # output -> tree, repaired
+        "S NP DT NN /NP NN /S": ("(TOP (S (NP (DT a) (NN b)) (NN c)))", False),
+        "S NP DT NN": ("(TOP (S (NP (DT a) (NN b))) (XX c))", True),
+        "S DT /NP NN NN NN NN /S /S": ("(TOP (S (DT a) (NN b) (NN c)))", True),
+        "NP /NP S DT NN NN ▁x /S": ("(TOP (S (DT a) (NN b) (NN c)))", True),
+    }
+    for output, expected in cases.items():
+        assert tuple(map(str, delinearize(output.split(), words, tags, labels))) == tuple(
+            map(str, expected))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("( (S (NP (DT a))) )\n(S (NN b)))\n", r"t.mrg, line 2: a '\)' closes no bracket"),
+    ("(S (NP (DT a))\n\n(S (NN b))\n", r"t.mrg, line 1: the tree that starts here has 1 "),
+    ("(S (NP (DT a) b))\n", r"t.mrg, line 1: word 'b' beside other children"),
+])
+def test_bracket_errors_name_the_file_and_line(tmp_path, text, message):
+    path = tmp_path / "t.mrg"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(UserError, match=message):
+        list(read_trees(str(path)))
+
+
+# Ids of a toy parsing vocabulary: a word's first piece, tag T, label A and its closer, and a
+# piece inside a word.
+WORD, T, A, SLASH_A, PIECE = 2, 3, 4, 5, 6
+TOY = types.SimpleNamespace(
+    kinds=np.array([OTHER, OTHER, OTHER, TAG, OPEN, CLOSE, OTHER], "int32"),
+    label_of=np.array([-1, -1, -1, -1, 0, 0, -1], "int32"),
+    word_starts=np.array([False, False, True, False, False, False, False]))
+
+
+def is_tree(sequence, words):
+    """Brute-force validity: EOS-terminated, one T per word, every A closed after a tag."""
+    if not sequence or sequence[-1] != EOS_ID:
+        return False
+    depth_tags, tags = [], 0
+    for token in sequence[:-1]:
+        if token == T:
+            tags += 1
+        elif token == A:
+            depth_tags.append(tags)
+        elif token != SLASH_A or not depth_tags or depth_tags.pop() == tags:
+            return False
+    return not depth_tags and tags == words
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_constrained_beam_search_finds_the_best_valid_tree_of_a_random_model(alpha):
+    """Every output of a random model is a tree, and a wide beam's best is the best of all
+    valid trees enumerated by brute force."""
+    model = random_model(vocab_size=7, seed=3)
+    inputs = padded([[WORD, WORD], [WORD, PIECE, WORD, WORD]])
+    extra_length = 4
+    constraint = TreeConstraint(TOY)
+    for beam_size in (1, 3, 16):
+        ids, scores = search(model, inputs, beam_size, alpha, extra_length, constraint)
+        for row, words in enumerate((2, 3)):
+            sequence = tuple(int(i) for i in np.asarray(ids[row]) if i)
+            sequence = sequence[: sequence.index(EOS_ID) + 1] if EOS_ID in sequence else sequence
+            assert is_tree(sequence, words), (beam_size, sequence)
+    limit = 3 + extra_length  # of the first example
+    valid = [s + (EOS_ID,) for n in range(limit) for s in itertools.product((T, A, SLASH_A),
+                                                                            repeat=n)
+             if is_tree(s + (EOS_ID,), 2)]
+    best = max(zip(sequence_scores(model, inputs[0], valid, alpha), valid))
+    ids, scores = search(model, inputs, 16, alpha, extra_length, constraint)
+    assert tuple(int(i) for i in np.asarray(ids[0])[: len(best[1])]) == best[1]
+    np.testing.assert_allclose(float(scores[0]), best[0], rtol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def parser(tmp_path_factory):
+    """A small model trained by the CLIs on a synthetic treebank made into a problem by
+    `t2t-lite-datagen --task=parsing`; its final dev metrics (greedy, 100 trees)."""
+    root = tmp_path_factory.mktemp("treebank")
+    (root / "train").mkdir()
+    write_treebank(root / "train" / "a.mrg", 1500, 0)
+    write_treebank(root / "train" / "b.mrg", 1500, 1)
+    write_treebank(root / "dev.mrg", 100, 2)
+    write_treebank(root / "test.mrg", 30, 3)
+    data_dir, model_dir = str(root / "data"), str(root / "model")
+    datagen.main(["--problem=synthetic_parse", "--task=parsing", f"--train={root / 'train'}",
+                  f"--dev={root / 'dev.mrg'}", f"--test={root / 'test.mrg'}",
+                  "--vocab_size=600", f"--data_dir={data_dir}"])
+    metrics = trainer.main([
+        "--problem=synthetic_parse", f"--data_dir={data_dir}",
+        "--hparams_set=transformer_parsing_small",
+        "--hparams=num_encoder_layers=2,num_decoder_layers=2,d_model=128,d_ff=512,dropout=0.0,"
+        "learning_rate=0.3,warmup_steps=200", f"--model_dir={model_dir}", "--train_steps=1000",
+        "--eval_every=0", "--eval_decode_examples=100", "--keep_best_by=f1"])
+    return types.SimpleNamespace(root=root, model_dir=model_dir, metrics=metrics,
+                                 runner=Runner.from_model_dir(model_dir))
+
+
+def test_a_small_model_learns_the_synthetic_treebank(parser):
+    assert parser.metrics["f1"] > 85 and parser.metrics["repaired"] == 0
+    assert parser.runner.problem.metric_names == tuple(
+        name for name in parser.metrics if name in parser.runner.problem.metric_names)
+    with open(f"{parser.model_dir}/best/info.json") as f:
+        assert json.load(f)["metric"] == "f1"
+
+
+def test_random_model_with_the_constraint_outputs_trees_of_the_input_words(parser):
+    runner = parser.runner
+    model = create_model(runner.hparams, runner.vocabulary.size)
+    sentences = ["the cat", "a boyman of the roadman builden the planling again .",
+                 "x " * 30, "zzz"]
+    for beam_size in (1, 4):
+        translator = runner.translator(model, beam_size=beam_size, extra_length=40)
+        for sentence, translation in zip(sentences, translator.translate(sentences)):
+            tree = runner.problem.postprocess(sentence, translation.text)
+            assert tree.count("(") == tree.count(")")
+            assert re.findall(r"\(\S+ ([^()\s]+)\)", tree) == sentence.split()
+    assert runner.problem.decode_metrics([], [])["repaired"] == 0  # none needed repair
+
+
+def gold_sentences(path):
+    return [" ".join(clean(tree).words()) for tree in read_trees(str(path))]
+
+
+def in_process_trees(runner, sentences, beam_size):
+    translator = runner.translator(beam_size=beam_size)
+    return [runner.problem.postprocess(sentence, t.text)
+            for sentence, t in zip(sentences, translator.translate(sentences))]
+
+
+def test_the_decoder_writes_trees_of_the_input_words_and_prints_evalb(parser, tmp_path,
+                                                                     caplog):
+    sentences = gold_sentences(parser.root / "test.mrg")
+    (tmp_path / "sentences.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    caplog.set_level(logging.INFO, logger="t2t_lite")
+    printed = decoder.main([
+        f"--model_dir={parser.model_dir}", f"--decode_from_file={tmp_path / 'sentences.txt'}",
+        f"--decode_to_file={tmp_path / 'trees.txt'}",
+        f"--decode_reference={parser.root / 'test.mrg'}", "--beam_size=4"])
+    trees = (tmp_path / "trees.txt").read_text(encoding="utf-8").splitlines()
+    assert trees == in_process_trees(parser.runner, sentences, 4)
+    for sentence, tree in zip(sentences, trees):
+        assert re.findall(r"\(\S+ ([^()\s]+)\)", tree) == sentence.split()
+    gold = [str(clean(tree)) for tree in read_trees(str(parser.root / "test.mrg"))]
+    summary = evalb.evaluate(gold, trees)
+    assert printed == str(summary) and summary.f1 > 70  # 30 trees; dev F1 is asserted above
+    assert "0 of 30 trees needed repair" in caplog.messages
+
+
+EXPORTED_TREES = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text
+model = tf.saved_model.load(sys.argv[1])
+outputs = model.signatures["serving_default"](inputs=tf.constant(json.loads(sys.argv[2])))
+print(json.dumps([s.decode("utf-8") for s in outputs["outputs"].numpy()]))
+"""
+
+
+def test_the_exported_model_returns_the_decoders_trees(parser, tmp_path):
+    """Loaded in a process that imports only tensorflow and tensorflow_text."""
+    exporter.main([f"--model_dir={parser.model_dir}", "--beam_size=4",
+                   f"--export_dir={tmp_path}"])
+    (version,) = [p for p in tmp_path.iterdir() if p.name.isdigit()]
+    sentences = gold_sentences(parser.root / "test.mrg")[:10] + ["", "unknownword the cat ."]
+    result = subprocess.run([sys.executable, "-c", EXPORTED_TREES, str(version),
+                             json.dumps(sentences)], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    exported = json.loads(result.stdout.splitlines()[-1])
+    assert exported == in_process_trees(parser.runner, sentences, 4)
+    assert exported[-2] == "" and exported[0].startswith("(TOP (S ")
+
+
+def test_bad_treebanks_and_references_are_one_line_errors(parser, tmp_path, capsys):
+    (tmp_path / "bad.mrg").write_text("( (S (NP (DT a) (NN b))\n  (VP (VBD c))) ))\n",
+                                      encoding="utf-8")
+    (tmp_path / "empty.mrg").write_text("\n", encoding="utf-8")
+    (tmp_path / "wsj" / "02").mkdir(parents=True)
+    good = parser.root / "dev.mrg"
+    cases = [
+        (datagen.main, ["--problem=bad", "--task=parsing", f"--train={tmp_path / 'bad.mrg'}",
+                        f"--dev={good}"], r"bad.mrg, line 2: a '\)' closes no bracket"),
+        (datagen.main, ["--problem=empty", "--task=parsing",
+                        f"--train={tmp_path / 'empty.mrg'}", f"--dev={good}"],
+         "no trees in the train files of empty"),
+        (datagen.main, ["--problem=parsing_wsj", f"--raw_dir={tmp_path / 'wsj'}"],
+         "holds no WSJ treebank: expected the Treebank-3"),
+        (decoder.main, [f"--model_dir={parser.model_dir}", f"--decode_from_file={good}",
+                        f"--decode_reference={parser.root / 'test.mrg'}"],
+         "test.mrg has 30 references but .*dev.mrg has"),
+    ]
+    for main, argv, message in cases:
+        if main is datagen.main:
+            argv = argv + [f"--data_dir={tmp_path / 'data'}"]
+        code, err = run(main, argv, capsys)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and re.search(message, err), err
