@@ -97,14 +97,14 @@ def check_attention(working_dir):
         image = imread(attention_dir / f"{name}.png")
         assert image.shape[0] > 100 and image.shape[1] > 100 and image.std() > 0.05, name
 
-    # The demo page holds the weights of the demo's translations of its sentences.
+    # The demo page holds the weights of the demo model for its sentences and their reversals.
     pairs = embedded_pairs(attention_dir / "demo.html")
-    sources = [" ".join(pair["source_pieces"][:-1]) for pair in pairs]
-    assert sources == ["1 2 3 4 5", "3 1 4 1 5 9 2 6", "9 8 7 0 0 1"]
+    sources = ["1 2 3 4 5", "3 1 4 1 5 9 2 6", "9 8 7 0 0 1"]
+    targets = ["5 4 3 2 1", "6 2 9 5 1 4 1 3", "1 0 0 7 8 9"]
+    assert [pair["source_pieces"] for pair in pairs] == [s.split() + ["</s>"] for s in sources]
+    assert [pair["target_pieces"] for pair in pairs] == [t.split() + ["</s>"] for t in targets]
     runner = Runner.from_model_dir(str(working_dir / "t2t_demo"))
-    translations = [t.text for t in runner.translator().translate(sources)]
-    assert [" ".join(pair["target_pieces"][:-1]) for pair in pairs] == translations
-    for pair, record in zip(pairs, runner.attention(sources, translations)):
+    for pair, record in zip(pairs, runner.attention(sources, targets), strict=True):
         for kind in ("encoder_decoder", "encoder_self", "decoder_self"):
             np.testing.assert_allclose(pair[kind], getattr(record, kind), atol=1e-4)
 
