@@ -4,7 +4,7 @@ Each runs in its own ipykernel on this Python, on CPU, with no network: cells ta
 (installation, downloads, TensorBoard in Colab) are skipped, the cell tagged `parameters` is
 followed by one that sets the values in RUNS (a tiny model, a few steps), and a cell fails on
 any Python error and on any `!command` that exits with a non-zero status. A new notebook needs an
-entry in RUNS.
+entry in RUNS, and starts with the install cell the others have.
 """
 
 import ast
@@ -142,9 +142,9 @@ RUNS = {
         check=check_translate_your_corpus,
         prepare=lambda working_dir: write_toy_corpus(working_dir / "corpus")),
     "attention.ipynb": NotebookRun(dict(
-        DEMO_HPARAMS=TINY_MODEL, DEMO_STEPS=30, CORPUS_DIR="corpus", VOCAB_SIZE=320,
-        CORPUS_HPARAMS_SET="transformer_tiny", CORPUS_HPARAMS=TINY_MODEL, CORPUS_STEPS=30,
-        EVAL_EXAMPLES=8),
+        DEMO_HPARAMS=TINY_MODEL, DEMO_STEPS=20, CORPUS_DIR="corpus", VOCAB_SIZE=320,
+        CORPUS_HPARAMS_SET="transformer_tiny", CORPUS_HPARAMS=TINY_MODEL, CORPUS_STEPS=20,
+        EVAL_EXAMPLES=0),
         check=check_attention,
         prepare=lambda working_dir: write_toy_corpus(working_dir / "corpus")),
 }
