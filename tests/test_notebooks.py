@@ -13,7 +13,9 @@ import json
 import os
 import random
 import re
+import shlex
 import sys
+import types
 from pathlib import Path
 
 import nbformat
@@ -194,6 +196,45 @@ def test_the_notebooks_install_and_download_alike():
     downloads = {first_code_cell(name, "MULTI30K =") for name in NOTEBOOKS
                  if "MULTI30K =" in json.dumps(read(name))}
     assert len(downloads) == 1
+
+
+def test_the_install_cell_installs_the_users_copy_in_colab(tmp_path, monkeypatch):
+    """With T2T_LITE_SOURCE a Drive folder, the install cell mounts Drive and pip-installs that
+    folder, or stops with the reason where it holds no repository; with a URL it pip-installs
+    the URL; outside Colab it does nothing."""
+    from IPython.core.inputtransformer2 import TransformerManager
+    from packaging.requirements import Requirement
+
+    install = next(cell.source for cell in read(NOTEBOOKS[0]).cells if cell.cell_type == "code")
+    default = 'T2T_LITE_SOURCE = "/content/drive/MyDrive/t2t_lite"'
+    assert default in install
+    python = TransformerManager().transform_cell(install)  # `!pip` -> get_ipython().system
+    mounted = []
+
+    def run(source):
+        commands, namespace = [], {}
+        shell = types.SimpleNamespace(system=lambda command: commands.append(
+            command.format(**namespace)))  # IPython expands {names} of the cell's namespace
+        namespace["get_ipython"] = lambda: shell
+        exec(python.replace(default, f"T2T_LITE_SOURCE = {source!r}"), namespace)  # noqa: S102
+        return [shlex.split(command) for command in commands]
+
+    assert run("/content/drive/MyDrive/t2t_lite") == []  # not in Colab
+    monkeypatch.setitem(sys.modules, "google.colab", types.SimpleNamespace(
+        drive=types.SimpleNamespace(mount=mounted.append)))
+    with pytest.raises(FileNotFoundError, match="no t2t_lite repository in /content/drive/"):
+        run("/content/drive/MyDrive/t2t_lite")
+    assert mounted == ["/content/drive"]
+
+    (tmp_path / "pyproject.toml").write_text("")
+    for source, url in ((str(tmp_path), f"file://{tmp_path}"),
+                        ("git+https://example.org/me/t2t_lite", None)):
+        ((*pip, argument),) = run(source)
+        requirement = Requirement(argument)
+        assert pip[:2] == ["pip", "install"] and (
+            requirement.name, requirement.extras, requirement.url) == (
+            "t2t_lite", {"notebooks"}, url or source)
+    assert mounted == ["/content/drive"]  # only Drive paths mount Drive
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
