@@ -4,7 +4,7 @@ Each runs in its own ipykernel on this Python, on CPU, with no network: cells ta
 (installation, downloads, TensorBoard in Colab) are skipped, the cell tagged `parameters` is
 followed by one that sets the values in RUNS (a tiny model, a few steps), and a cell fails on
 any Python error and on any `!command` that exits with a non-zero status. A new notebook needs an
-entry in RUNS.
+entry in RUNS, and starts with the install cell the others have.
 """
 
 import ast
@@ -12,7 +12,10 @@ import dataclasses
 import json
 import os
 import random
+import re
+import shlex
 import sys
+import types
 from pathlib import Path
 
 import nbformat
@@ -76,6 +79,54 @@ def check_translate_your_corpus(working_dir):
         assert len((working_dir / hypotheses).read_text(encoding="utf-8").splitlines()) == 24
 
 
+def embedded_pairs(html_path):
+    """The attention records an attention_html page embeds, as dicts."""
+    page = html_path.read_text(encoding="utf-8")
+    (data,) = re.findall(r'<script type="application/json" id="[^"]*">(.*?)</script>', page,
+                         re.DOTALL)
+    return json.loads(data)
+
+
+def check_attention(working_dir):
+    import numpy as np
+    from matplotlib.image import imread
+
+    from t2t_lite.runner import Runner
+
+    attention_dir = working_dir / "attention"
+    for name in ("demo_grid", "demo_decoder_self", "demo_encoder_self", "corpus_grid",
+                 "corpus_reference_head"):  # drawn heatmaps, not blank canvases
+        image = imread(attention_dir / f"{name}.png")
+        assert image.shape[0] > 100 and image.shape[1] > 100 and image.std() > 0.05, name
+
+    # The demo page holds the weights of the demo model for its sentences and their reversals.
+    pairs = embedded_pairs(attention_dir / "demo.html")
+    sources = ["1 2 3 4 5", "3 1 4 1 5 9 2 6", "9 8 7 0 0 1"]
+    targets = ["5 4 3 2 1", "6 2 9 5 1 4 1 3", "1 0 0 7 8 9"]
+    assert [pair["source_pieces"] for pair in pairs] == [s.split() + ["</s>"] for s in sources]
+    assert [pair["target_pieces"] for pair in pairs] == [t.split() + ["</s>"] for t in targets]
+    runner = Runner.from_model_dir(str(working_dir / "t2t_demo"))
+    for pair, record in zip(pairs, runner.attention(sources, targets), strict=True):
+        for kind in ("encoder_decoder", "encoder_self", "decoder_self"):
+            np.testing.assert_allclose(pair[kind], getattr(record, kind), atol=1e-4)
+
+    # The corpus page: three test sentences with the model's translations, then with their
+    # references, every row a distribution over the keys.
+    pairs = embedded_pairs(attention_dir / "corpus.html")
+    vocabulary = Runner.from_model_dir(str(working_dir / "multi30k_model")).vocabulary
+    corpus = working_dir / "corpus"
+    sources, references = ((corpus / f"test.{lang}").read_text(encoding="utf-8").splitlines()[:3]
+                           for lang in ("en", "de"))
+    expected_sources = [vocabulary.pieces(vocabulary.encode(text)) + ["</s>"]
+                        for text in sources]
+    assert [pair["source_pieces"] for pair in pairs] == expected_sources * 2
+    assert [pair["target_pieces"] for pair in pairs[3:]] == [
+        vocabulary.pieces(vocabulary.encode(text)) + ["</s>"] for text in references]
+    for pair in pairs:
+        for kind in ("encoder_decoder", "encoder_self", "decoder_self"):
+            np.testing.assert_allclose(np.sum(pair[kind], axis=-1), 1.0, atol=1e-3)
+
+
 @dataclasses.dataclass
 class NotebookRun:
     overrides: dict  # parameter name -> value, for a run of about a minute
@@ -92,6 +143,12 @@ RUNS = {
         TRAIN_STEPS=60, EVAL_EVERY=20, EVAL_EXAMPLES=24, AVERAGE_LAST=3),
         check=check_translate_your_corpus,
         prepare=lambda working_dir: write_toy_corpus(working_dir / "corpus")),
+    "attention.ipynb": NotebookRun(dict(
+        DEMO_HPARAMS=TINY_MODEL, DEMO_STEPS=20, CORPUS_DIR="corpus", VOCAB_SIZE=320,
+        CORPUS_HPARAMS_SET="transformer_tiny", CORPUS_HPARAMS=TINY_MODEL, CORPUS_STEPS=20,
+        EVAL_EXAMPLES=0),
+        check=check_attention,
+        prepare=lambda working_dir: write_toy_corpus(working_dir / "corpus")),
 }
 
 
@@ -105,7 +162,8 @@ def tags(cell):
 
 
 def test_there_are_notebooks_and_each_has_a_test_run():
-    assert {"quickstart.ipynb", "translate_your_corpus.ipynb"} <= set(NOTEBOOKS)
+    assert {"quickstart.ipynb", "translate_your_corpus.ipynb", "attention.ipynb"} <= set(
+        NOTEBOOKS)
     assert set(RUNS) == set(NOTEBOOKS), "add each notebook of colab/ (and only those) to RUNS"
 
 
@@ -123,6 +181,60 @@ def test_notebook_is_valid_and_stored_without_outputs(name):
         if SKIP_TAG not in tags(cell):
             assert "http" not in cell.source and "pip " not in cell.source, (
                 f"tag this cell {SKIP_TAG!r}: the tests run without network\n{cell.source}")
+
+
+def test_the_notebooks_install_and_download_alike():
+    """One install cell (t2t_lite from the user's copy of the repository) in every notebook,
+    and one Multi30k download in those that use the corpus."""
+    def first_code_cell(name, containing=""):
+        return next(cell.source for cell in read(name).cells
+                    if cell.cell_type == "code" and containing in cell.source)
+
+    install = first_code_cell(NOTEBOOKS[0])
+    assert "T2T_LITE_SOURCE" in install and "OWNER" not in install
+    assert all(first_code_cell(name) == install for name in NOTEBOOKS)
+    downloads = {first_code_cell(name, "MULTI30K =") for name in NOTEBOOKS
+                 if "MULTI30K =" in json.dumps(read(name))}
+    assert len(downloads) == 1
+
+
+def test_the_install_cell_installs_the_users_copy_in_colab(tmp_path, monkeypatch):
+    """With T2T_LITE_SOURCE a Drive folder, the install cell mounts Drive and pip-installs that
+    folder, or stops with the reason where it holds no repository; with a URL it pip-installs
+    the URL; outside Colab it does nothing."""
+    from IPython.core.inputtransformer2 import TransformerManager
+    from packaging.requirements import Requirement
+
+    install = next(cell.source for cell in read(NOTEBOOKS[0]).cells if cell.cell_type == "code")
+    default = 'T2T_LITE_SOURCE = "/content/drive/MyDrive/t2t_lite"'
+    assert default in install
+    python = TransformerManager().transform_cell(install)  # `!pip` -> get_ipython().system
+    mounted = []
+
+    def run(source):
+        commands, namespace = [], {}
+        shell = types.SimpleNamespace(system=lambda command: commands.append(
+            command.format(**namespace)))  # IPython expands {names} of the cell's namespace
+        namespace["get_ipython"] = lambda: shell
+        exec(python.replace(default, f"T2T_LITE_SOURCE = {source!r}"), namespace)  # noqa: S102
+        return [shlex.split(command) for command in commands]
+
+    assert run("/content/drive/MyDrive/t2t_lite") == []  # not in Colab
+    monkeypatch.setitem(sys.modules, "google.colab", types.SimpleNamespace(
+        drive=types.SimpleNamespace(mount=mounted.append)))
+    with pytest.raises(FileNotFoundError, match="no t2t_lite repository in /content/drive/"):
+        run("/content/drive/MyDrive/t2t_lite")
+    assert mounted == ["/content/drive"]
+
+    (tmp_path / "pyproject.toml").write_text("")
+    for source, url in ((str(tmp_path), f"file://{tmp_path}"),
+                        ("git+https://example.org/me/t2t_lite", None)):
+        ((*pip, argument),) = run(source)
+        requirement = Requirement(argument)
+        assert pip[:2] == ["pip", "install"] and (
+            requirement.name, requirement.extras, requirement.url) == (
+            "t2t_lite", {"notebooks"}, url or source)
+    assert mounted == ["/content/drive"]  # only Drive paths mount Drive
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -144,8 +256,8 @@ def test_the_models_colab_trains_exist(name, gpu):
     (parameters,) = [cell for cell in read(name).cells if PARAMETERS_TAG in tags(cell)]
     values = {"GPU": gpu}
     exec(parameters.source, values)  # noqa: S102 -- the notebook's own settings
-    if "HPARAMS_SET" in values:
-        registry.hparams(values["HPARAMS_SET"]).override(values.get("HPARAMS", ""))
+    for name in [name for name in values if name.endswith("HPARAMS_SET")]:  # e.g. DEMO_...
+        registry.hparams(values[name]).override(values.get(name[:-len("_SET")], ""))
 
 
 def with_overrides(notebook, overrides):
@@ -192,6 +304,9 @@ def test_notebook_runs_top_to_bottom(name, tmp_path, kernel_name):
                    resources={"metadata": {"path": str(working_dir)}}).execute()
 
     for cell in notebook.cells:  # every plot was drawn
-        if cell.cell_type == "code" and "plt.show()" in cell.source:
+        if cell.cell_type == "code" and ("plt.show()" in cell.source
+                                         or "display(plot_attention(" in cell.source):
             assert any("image/png" in output.get("data", {}) for output in cell.outputs)
+        if cell.cell_type == "code" and "display(HTML(" in cell.source:  # and every page shown
+            assert any("text/html" in output.get("data", {}) for output in cell.outputs)
     run.check(working_dir)
