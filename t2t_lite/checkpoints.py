@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
-from t2t_lite.files import write_text_atomically
+from t2t_lite.files import temporary_directory, write_text_atomically
 
 logger = logging.getLogger("t2t_lite")
 
@@ -99,7 +99,7 @@ def save_model_dir(checkpoint, step, model_dir, output_dir, info, replace=False)
         check_new_dir(output_dir)
     parent = os.path.dirname(output_dir)
     os.makedirs(parent, exist_ok=True)
-    temporary = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output_dir)}-")
+    temporary = temporary_directory(parent, f".{os.path.basename(output_dir)}-")
     try:
         for name in EXPERIMENT_FILES:
             shutil.copy(os.path.join(model_dir, name), temporary)

@@ -12,10 +12,11 @@ watches.
 
 import os
 import shutil
-import tempfile
 import time
 
 import tensorflow as tf
+
+from t2t_lite.files import temporary_directory
 
 SIGNATURES = ("serving_default", "translate_ids")
 
@@ -30,7 +31,7 @@ def export(translator, export_dir):
     versions = [int(name) for name in os.listdir(export_dir) if name.isdigit()]
     version = max([int(time.time())] + [v + 1 for v in versions])
     path = os.path.join(export_dir, str(version))
-    temporary = tempfile.mkdtemp(dir=export_dir, prefix=".tmp-")
+    temporary = temporary_directory(export_dir, ".tmp-")
     try:
         tf.saved_model.save(translator, temporary, signatures={
             "serving_default": translator.translate_strings,

@@ -164,8 +164,8 @@ def test_a_killed_trainer_resumes_to_the_uninterrupted_result(tmp_path, short_re
     resumed = subprocess.run([sys.executable, *TRAINER, *flags, f"--model_dir={killed}"],
                              env=environment(), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"(step {killed_at})" in resumed.stdout
-    assert re.search(r"step 150/150 ", resumed.stdout)
+    assert f"(step {killed_at})" in resumed.stderr
+    assert re.search(r"step 150/150 ", resumed.stderr)
     assert Runner.from_model_dir(killed).trainer().step == 150
     expected, actual = model_weights(uninterrupted), model_weights(killed)
     assert expected.keys() == actual.keys()

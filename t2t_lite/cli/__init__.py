@@ -33,12 +33,12 @@ def _import_tensorflow_quietly():
 
 
 def run(main, argv=None):
-    """Runs main(argv) with progress logged to stdout; a UserError becomes one line on stderr
-    and exit status 2."""
+    """Runs main(argv) with progress logged to stderr (stdout holds only results, so pipes keep
+    their line alignment); a UserError becomes one line on stderr and exit status 2."""
     from t2t_lite.errors import UserError
 
     _import_tensorflow_quietly()
-    handler = logging.StreamHandler(sys.stdout)
+    handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
     logger = logging.getLogger("t2t_lite")
     saved = logger.level, logger.propagate
