@@ -16,7 +16,7 @@ import time
 
 import tensorflow as tf
 
-from t2t_lite.files import temporary_directory
+from t2t_lite.files import make_directory, temporary_directory
 
 SIGNATURES = ("serving_default", "translate_ids")
 
@@ -27,7 +27,7 @@ def export(translator, export_dir):
     The version is the time in seconds (as tf.estimator did), and is written under a temporary
     name and renamed, so a server never loads a half-written model.
     """
-    os.makedirs(export_dir, exist_ok=True)
+    make_directory(export_dir, "export_dir")
     versions = [int(name) for name in os.listdir(export_dir) if name.isdigit()]
     version = max([int(time.time())] + [v + 1 for v in versions])
     path = os.path.join(export_dir, str(version))

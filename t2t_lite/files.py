@@ -9,6 +9,21 @@ import tempfile
 from t2t_lite.errors import UserError
 
 
+def make_directory(path, flag):
+    """os.makedirs(path) for the directory of --flag, checked to be writable; the OS's refusal
+    is a UserError naming the flag, the path and the fix."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except FileExistsError:
+        raise UserError(f"--{flag} {path} is a file, not a directory: pass a directory") from None
+    except OSError as error:
+        raise UserError(f"--{flag} {path} cannot be created ({error.strerror}): pass a "
+                        "directory you can write to") from None
+    if not os.access(path, os.W_OK):  # also false on a read-only file system, even for root
+        raise UserError(f"--{flag} {path} is not writable (read-only file system or "
+                        "permissions): pass a directory you can write to")
+
+
 def _umask():
     mask = os.umask(0o022)
     os.umask(mask)

@@ -181,7 +181,8 @@ def _size_advice(message, size):
     too_low = re.search(r"smaller than required_chars\. \d+ vs (\d+)", message)
     if too_low:
         return (f"a vocabulary of {size} cannot hold the {too_low.group(1)} characters, bytes "
-                "and special ids the training text needs: choose a larger vocabulary size")
+                "and special ids the training text needs: choose a vocabulary size of at least "
+                f"{too_low.group(1)}")
     return f"SentencePiece could not train the vocabulary: {message}"
 
 

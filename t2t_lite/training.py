@@ -22,6 +22,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from t2t_lite.checkpoints import remove_partial_saves, save
 from t2t_lite.errors import UserError
 from t2t_lite.model import Transformer
 from t2t_lite.text import PAD_ID
@@ -243,6 +244,10 @@ class Trainer:
         seeds = [v.value for v in self.model.variables if "seed_generator_state" in v.path]
         return {"dropout_seeds": seeds, _data_key(self.strategy): iterators}
 
+    def _checkpoint_bytes(self):
+        variables = self.model.variables + self.optimizer.variables
+        return sum(math.prod(v.shape) * tf.as_dtype(v.dtype).size for v in variables)
+
     def evaluate(self, dataset, max_batches=None):
         """Loss, perplexity, token accuracy and padding over `dataset` (all of it by default)."""
         if self._eval_step is None:
@@ -282,8 +287,10 @@ class Trainer:
                             resume_from, ", ".join(missing))
             tf.train.Checkpoint(**resume_state).restore(resume_from).expect_partial()
         state = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, **resume_state)
-        checkpoints = (tf.train.CheckpointManager(state, checkpoint_dir, keep_checkpoints)
-                       if checkpoint_dir else None)
+        checkpoints = None
+        if checkpoint_dir:
+            remove_partial_saves(checkpoint_dir)
+            checkpoints = tf.train.CheckpointManager(state, checkpoint_dir, keep_checkpoints)
         writer = tf.summary.create_file_writer(summary_dir) if summary_dir else None
         step = self.step
         progress = _Progress(step, train_steps)
@@ -306,7 +313,7 @@ class Trainer:
                             tf.summary.scalar(name, value)
             with progress.paused():
                 if checkpoints and (step % save_every == 0 or step == train_steps):
-                    checkpoints.save(checkpoint_number=step)
+                    save(checkpoints, step, self._checkpoint_bytes())
                 for every, fn in periodic:
                     if every and step % every == 0:
                         fn(step)

@@ -68,7 +68,7 @@ def test_model_dir_remembers_its_experiment_and_refuses_contradictions(tmp_path,
 
     for flags, message in [
         (["--problem=algorithmic_reverse"], "trained with --problem=algorithmic_copy"),
-        (["--hparams=dropout=0.1"], "trained with other values of dropout"),
+        (["--hparams=d_ff=64"], "trained with other values of d_ff"),
     ]:
         code, err = run_trainer(flags + [f"--model_dir={tmp_path}"], capsys)
         assert code == 2 and message in err

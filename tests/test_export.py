@@ -101,3 +101,21 @@ def test_a_sentencepiece_model_exports_with_its_tokenizer(tmp_path):
     np.testing.assert_allclose(served["scores"], [t.score for t in expected], rtol=1e-5)
     assert served["outputs"][1] == ""  # an empty source
     assert all(len(served["outputs"][i]) >= 8 for i in (0, 2, 3))  # pieces were detokenized
+
+
+def test_the_export_is_readable_as_the_umask_allows(exported):
+    """TensorFlow Serving often runs as another user: the version directory and its files get
+    the permissions of any new directory or file (the umask's), not a temporary one's 0700."""
+    import os
+    import stat
+
+    umask = os.umask(0)
+    os.umask(umask)
+    def modes(names):
+        return {stat.S_IMODE(os.stat(os.path.join(directory, name)).st_mode) for name in names}
+
+    directory = os.path.dirname(exported)
+    directories, files = modes([exported]), set()
+    for directory, subdirectories, names in os.walk(exported):
+        directories, files = directories | modes(subdirectories), files | modes(names)
+    assert directories == {0o777 & ~umask} and files == {0o666 & ~umask}

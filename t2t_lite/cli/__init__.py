@@ -47,11 +47,20 @@ def run(main, argv=None):
     logger.propagate = False
     try:
         main(sys.argv[1:] if argv is None else argv)
-    except UserError as error:
+    except (UserError, OSError) as error:
         prog = os.path.basename(sys.argv[0]) if argv is None else "t2t-lite"
-        print(f"{prog}: error: {error}", file=sys.stderr)
+        print(f"{prog}: error: {_one_line(error)}", file=sys.stderr)
         sys.exit(2)
     finally:
         logger.removeHandler(handler)
         logger.setLevel(saved[0])
         logger.propagate = saved[1]
+
+
+def _one_line(error):
+    """A UserError's message, or an OS fault the library did not name itself (a disk that
+    fills, a path that vanishes) as the path, the OS's reason and where to look."""
+    if not isinstance(error, OSError) or error.filename is None:
+        return str(error)
+    return (f"{error.filename}: {error.strerror}: check that path (free space, permissions, a "
+            "file where a directory is expected)")

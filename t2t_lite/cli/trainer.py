@@ -67,7 +67,10 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
+    import tensorflow as tf
+
     from t2t_lite import registry
+    from t2t_lite.checkpoints import checkpoint_step
     from t2t_lite.runner import Runner, format_metrics
     from t2t_lite.training import create_strategy
 
@@ -88,7 +91,8 @@ def main(argv):
         beam_size=args.eval_beam_size, keep_best_by=args.keep_best_by,
         keep_checkpoints=args.keep_checkpoints,
         log_every=args.log_every)
-    print(f"final evaluation at step {args.train_steps}: {format_metrics(metrics)}")
+    step = checkpoint_step(tf.train.latest_checkpoint(runner.model_dir))
+    print(f"final evaluation at step {step}: {format_metrics(metrics)}")
     return metrics
 
 
