@@ -105,11 +105,15 @@ def forget_checkpoint(model_dir, path):
 
 def save(manager, step, size):
     """manager.save() at `step`; an OS refusal (a full disk) is a UserError saying how much
-    space the checkpoint (`size` bytes) needs, and leaves no partial `ckpt-N_temp` behind."""
+    space the checkpoint needs (as much as the last one, or else about `size` bytes), and
+    leaves no partial `ckpt-N_temp` behind."""
     try:
         return manager.save(checkpoint_number=step)
     except (tf.errors.OpError, OSError) as error:
         remove_partial_saves(manager.directory)
+        if manager.latest_checkpoint:
+            size = sum(os.path.getsize(path)
+                       for path in glob.glob(glob.escape(manager.latest_checkpoint) + ".*"))
         reason = getattr(error, "message", None) or getattr(error, "strerror", None) or error
         raise UserError(f"cannot save the checkpoint of step {step} in {manager.directory} "
                         f"({str(reason).splitlines()[0]}): it needs {size / 2**20:,.1f} MiB free "
@@ -158,10 +162,7 @@ def check_new_dir(output_dir):
     if os.path.isdir(output_dir) and os.listdir(output_dir):
         raise UserError(f"{output_dir} already exists and is not empty: choose a new output "
                         "directory or remove it")
-    if os.path.lexists(output_dir) and not os.path.isdir(output_dir):
-        raise UserError(f"--output_dir {output_dir} is a file, not a directory: choose a new "
-                        "output directory")
-    make_directory(os.path.dirname(os.path.abspath(output_dir)), "output_dir's parent")
+    make_directory(output_dir, "output_dir")  # empty: save_model_dir replaces it
 
 
 def save_model_dir(checkpoint, step, model_dir, output_dir, info, replace=False):

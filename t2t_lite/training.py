@@ -245,6 +245,8 @@ class Trainer:
         return {"dropout_seeds": seeds, _data_key(self.strategy): iterators}
 
     def _checkpoint_bytes(self):
+        """The size of the model and optimizer variables (a checkpoint also holds the data
+        iterators, with their shuffle buffers)."""
         variables = self.model.variables + self.optimizer.variables
         return sum(math.prod(v.shape) * tf.as_dtype(v.dtype).size for v in variables)
 
