@@ -10,6 +10,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 
 import keras
 import tensorflow as tf
@@ -145,19 +146,30 @@ class Runner:
             model = self.restored_model(checkpoint_path)
         return Translator(model, self.vocabulary, hparams, batch_size)
 
-    def prepare_data(self, generate=False, raw_dir=None):
-        """Runs datagen when data is missing and the user asked, or the problem needs no download."""
+    def prepare_data(self, generate=False, raw_dir=None, strategy=None, poll_seconds=2.0):
+        """Runs datagen when data is missing and the user asked, or the problem needs no download.
+
+        Of the workers of a multi-worker `strategy`, only the chief generates; the others wait
+        until its data is complete."""
         make_directory(self.data_dir, "data_dir")
-        if self.problem.has_data(self.data_dir, "train") and self.problem.has_data(
-                self.data_dir, "dev"):
+        if self._has_training_data():
             return
         if not (generate or self.problem.self_contained):
             raise UserError(
                 f"no data for problem {self.problem.name} in {self.data_dir}: run "
                 f"`t2t-lite-datagen --problem={self.problem.name} --data_dir={self.data_dir}` "
                 "or pass --generate_data")
+        if strategy is not None and worker_index(strategy)[0] != 0:
+            logger.info("waiting for the chief to generate data for %s in %s",
+                        self.problem.name, self.data_dir)
+            while not self._has_training_data():
+                time.sleep(poll_seconds)
+            return
         logger.info("generating data for %s in %s", self.problem.name, self.data_dir)
         self.problem.generate_data(self.data_dir, raw_dir)
+
+    def _has_training_data(self):
+        return all(self.problem.has_data(self.data_dir, split) for split in ("train", "dev"))
 
     def trainer(self, strategy=None, jit_compile=False):
         """A Trainer restored from the latest checkpoint in model_dir, if any."""

@@ -82,7 +82,7 @@ def main(argv):
     strategy = create_strategy(args.strategy)
     runner = Runner.create_or_resume(args.model_dir, args.problem, args.hparams_set,
                                      args.hparams, args.data_dir)
-    runner.prepare_data(generate=args.generate_data, raw_dir=args.raw_dir)
+    runner.prepare_data(generate=args.generate_data, raw_dir=args.raw_dir, strategy=strategy)
     metrics = runner.train(
         args.train_steps, strategy=strategy, jit_compile=args.jit_compile,
         seed=args.random_seed, eval_every=args.eval_every,
