@@ -2,8 +2,11 @@
 
 Signatures:
   serving_default(inputs: tf.string [batch]) -> {outputs: tf.string [batch],
-                                                 scores: float32 [batch]}
+                                                 scores: float32 [batch],
+                                                 errors: tf.string [batch]}
   translate_ids(inputs: int32 [batch, length]) -> {outputs: int32 [batch, length'], scores}
+An input that cannot be encoded (invalid UTF-8, or not symbols) gets the empty output, score 0
+and its reason in `errors` ("" for the others), so one bad item does not fail a batch.
 The second takes and returns token ids without EOS, PAD(0)-padded, for servers without the
 tokenizer's ops (a SentencePiece vocabulary needs `import tensorflow_text` before loading).
 Versions are numbered subdirectories of the export directory, the layout TensorFlow Serving
