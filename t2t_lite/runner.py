@@ -56,9 +56,9 @@ class Runner:
             raise UserError(f"{model_dir} holds no experiment yet: pass --problem and "
                             "--hparams_set to start one")
         hparams = registry.hparams(hparams_set).override(overrides)
-        make_directory(model_dir, "model_dir")
         runner = cls(model_dir, problem_name, hparams_set, hparams,
                      _absolute(data_dir or os.path.join(model_dir, "data")))
+        make_directory(model_dir, "model_dir")
         runner._write_hparams(history=[])
         write_text_atomically(
             os.path.join(model_dir, PROBLEM_FILE),
