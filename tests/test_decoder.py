@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from cli_output import error_lines
 from t2t_lite import cli
 from t2t_lite.cli import decoder
 
@@ -118,7 +119,7 @@ def test_decoder_mistakes_are_one_line_errors(trained_reverse, tmp_path, capsys,
                                 f"--decode_from_file={tmp_path / 'src.txt'}",
                                 f"--decode_to_file={tmp_path / 'out.txt'}"] + flags, capsys)
     # Progress logs go to stderr too (e.g. "restored ..."); the error is one line of its own.
-    errors = [line for line in err.splitlines() if "error:" in line]
+    errors = error_lines(err)
     assert code == 2 and len(errors) == 1 and message in errors[0], err
     assert not (tmp_path / "out.txt").exists()
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from cli_output import error_lines
 from t2t_lite import cli
 from t2t_lite.files import temporary_directory, write_text_atomically
 
@@ -154,7 +155,7 @@ def test_a_full_disk_while_saving_is_one_line_and_leaves_no_partial_checkpoint(
         resource.setrlimit(resource.RLIMIT_FSIZE, limits)
         signal.signal(signal.SIGXFSZ, previous_handler)
     assert code == 2, err
-    (error,) = [line for line in err.splitlines() if "error:" in line]
+    (error,) = error_lines(err)
     size = float(re.search(r"it needs ([\d.]+) MiB free there", error).group(1))
     assert f"cannot save the checkpoint of step 6 in {model_copy} (" in error
     assert size == round(checkpoint_bytes / 2**20, 1)  # as big as the last one
