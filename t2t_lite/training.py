@@ -313,10 +313,10 @@ class Trainer:
         writer = tf.summary.create_file_writer(summary_dir) if summary_dir else None
         step = self.step
         progress = _Progress(step, train_steps)
-        with stop_on_signals() as stop:
+        with stop_on_signals() as signals:
             while step < train_steps:
                 previous_step = step
-                sums = self.train_step(iterators, stop.requested)
+                sums = self.train_step(iterators, signals.requested)
                 stopping = sums.pop("stop_requests") > 0
                 step = self.step
                 if not math.isfinite(sums["loss"]):
@@ -338,7 +338,7 @@ class Trainer:
                                         or stopping):
                         save(checkpoints, step, self._checkpoint_bytes())
                     if stopping:
-                        raise Stopped(stop.signal_name, step, checkpoints)
+                        raise Stopped(signals.signal_name, step, checkpoints)
                     for every, fn in periodic:
                         if every and step % every == 0:
                             fn(step)
