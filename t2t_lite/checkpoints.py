@@ -5,6 +5,7 @@ written as complete model_dirs (checkpoint, hparams.json, problem.json), so that
 takes them as `--model_dir`; each is built under a temporary name and renamed when complete.
 """
 
+import glob
 import json
 import logging
 import os
@@ -16,7 +17,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from t2t_lite.errors import UserError
-from t2t_lite.files import write_text_atomically
+from t2t_lite.files import make_directory, temporary_directory, write_text_atomically
 
 logger = logging.getLogger("t2t_lite")
 
@@ -27,6 +28,11 @@ def checkpoint_paths(model_dir):
     """The checkpoints CheckpointManager kept in model_dir, oldest first."""
     state = tf.train.get_checkpoint_state(model_dir)
     return list(state.all_model_checkpoint_paths) if state else []
+
+
+def checkpoint_step(path):
+    """The step of a checkpoint the trainer saved (it numbers them by step): ckpt-1500 -> 1500."""
+    return int(path.rsplit("-", 1)[1])
 
 
 def resolve_checkpoint(model_dir, checkpoint_path=None):
@@ -56,12 +62,80 @@ LEGACY_NORMS = {"encoder_layers": ("self_attention_norm", "feed_forward_norm"),
                                    "feed_forward_norm")}
 
 
+# What TensorFlow raises reading a checkpoint whose files were cut short or corrupted.
+DAMAGE_ERRORS = (IndexError, tf.errors.DataLossError, tf.errors.OutOfRangeError)
+
+
+class DamagedCheckpoint(UserError):
+    """A checkpoint whose files cannot be read back (a truncated copy or sync)."""
+
+    def __init__(self, path, error):
+        intact = [p for p in reversed(checkpoint_paths(os.path.dirname(path)))
+                  if p != path and is_intact(p)]
+        fix = (f"pass --checkpoint_path={intact[0]}, the newest intact one" if intact else
+               "copy it again from where it was made")
+        self.damage = f"checkpoint {path} is damaged ({error}; a bad copy or sync?)"
+        super().__init__(f"{self.damage}: {fix}")
+
+
+def is_intact(path):
+    """Whether every tensor of the checkpoint at `path` reads back (but data positions, which
+    only tf.data can read)."""
+    try:
+        reader = tf.train.load_checkpoint(path)
+        for name, dtype in reader.get_variable_to_dtype_map().items():
+            if dtype != tf.variant:
+                reader.get_tensor(name)
+    except DAMAGE_ERRORS:
+        return False
+    return True
+
+
 def restore_existing(checkpoint, path):
     """Restores every object of `checkpoint` from `path`, failing if one is missing there; what
-    else the file holds (a trainer's data positions and dropout seeds) is not needed here."""
-    if _names_norms_by_index(path):
-        checkpoint = _with_legacy_norm_names(checkpoint)
-    checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+    else the file holds (a trainer's data positions and dropout seeds) is not needed here. A
+    damaged checkpoint is a DamagedCheckpoint naming the newest intact one."""
+    try:
+        if _names_norms_by_index(path):
+            checkpoint = _with_legacy_norm_names(checkpoint)
+        checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+    except DAMAGE_ERRORS as error:
+        raise DamagedCheckpoint(path, error) from None
+
+
+def forget_checkpoint(model_dir, path):
+    """Removes `path` from model_dir's list of checkpoints, so that the latest is the one
+    before it; its files stay until a new checkpoint of that step replaces them."""
+    remaining = [p for p in checkpoint_paths(model_dir) if p != path]
+    if remaining:
+        tf.compat.v1.train.update_checkpoint_state(model_dir, remaining[-1], remaining)
+    else:
+        os.remove(os.path.join(model_dir, "checkpoint"))
+
+
+def save(manager, step, size):
+    """manager.save() at `step`; an OS refusal (a full disk) is a UserError saying how much
+    space the checkpoint needs (as much as the last one, or else about `size` bytes), and
+    leaves no partial `ckpt-N_temp` behind."""
+    try:
+        return manager.save(checkpoint_number=step)
+    except (tf.errors.OpError, OSError) as error:
+        remove_partial_saves(manager.directory)
+        if manager.latest_checkpoint:
+            size = sum(os.path.getsize(path)
+                       for path in glob.glob(glob.escape(manager.latest_checkpoint) + ".*"))
+        reason = getattr(error, "message", None) or getattr(error, "strerror", None) or error
+        raise UserError(f"cannot save the checkpoint of step {step} in {manager.directory} "
+                        f"({str(reason).splitlines()[0]}): it needs {size / 2**20:,.1f} MiB free "
+                        "there; free some space and run the same command again") from None
+
+
+def remove_partial_saves(directory):
+    """Deletes the `ckpt-N_temp` directories a save that failed midway left in directory."""
+    for path in glob.glob(os.path.join(glob.escape(directory), "*_temp")):
+        if os.path.isdir(path):
+            logger.info("removing %s, left by a checkpoint save that failed", path)
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _names_norms_by_index(path):
@@ -99,11 +173,6 @@ def last_checkpoints(model_dir, n):
     return paths[-n:]
 
 
-def checkpoint_step(path):
-    """The step a CheckpointManager checkpoint was saved at: N of .../ckpt-N."""
-    return int(path.rsplit("-", 1)[1])
-
-
 def average_checkpoints(runner, paths, output_dir, info=None, replace=False):
     """Writes to output_dir a model_dir whose model weights are the element-wise mean of those
     of the checkpoints `paths` of runner's experiment; its step and optimizer state are the last
@@ -129,9 +198,11 @@ def average_checkpoints(runner, paths, output_dir, info=None, replace=False):
 
 
 def check_new_dir(output_dir):
+    """Fails early (before any work) if output_dir cannot become a new model_dir."""
     if os.path.isdir(output_dir) and os.listdir(output_dir):
         raise UserError(f"{output_dir} already exists and is not empty: choose a new output "
                         "directory or remove it")
+    make_directory(output_dir, "output_dir")  # empty: save_model_dir replaces it
 
 
 def save_model_dir(checkpoint, step, model_dir, output_dir, info, replace=False):
@@ -144,7 +215,7 @@ def save_model_dir(checkpoint, step, model_dir, output_dir, info, replace=False)
         check_new_dir(output_dir)
     parent = os.path.dirname(output_dir)
     os.makedirs(parent, exist_ok=True)
-    temporary = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output_dir)}-")
+    temporary = temporary_directory(parent, f".{os.path.basename(output_dir)}-")
     try:
         for name in EXPERIMENT_FILES:
             shutil.copy(os.path.join(model_dir, name), temporary)

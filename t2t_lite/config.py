@@ -14,6 +14,13 @@ class HParamsError(UserError, ValueError):
     """An unknown hparam, a value of the wrong type, or an inconsistent combination."""
 
 
+# Hparams that change how a model trains but none of its variables, so that a resumed run may
+# change them (e.g. a lower learning_rate after the loss diverged). Not precision: a float16
+# run's optimizer (loss-scaled) keeps other variables, so its checkpoints do not restore across.
+TRAINING_ONLY = ("dropout", "attention_dropout", "relu_dropout", "batch_size", "label_smoothing",
+                 "learning_rate", "warmup_steps", "clip_grad_norm", "accumulate_steps")
+
+
 def _choice(default, *choices):
     return dataclasses.field(default=default, metadata={"choices": (default,) + choices})
 
@@ -102,7 +109,10 @@ class HParams:
 
     @classmethod
     def from_json(cls, text):
-        values = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, values):
         cls._check_names(values)
         return cls(**values)
 

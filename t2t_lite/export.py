@@ -2,8 +2,11 @@
 
 Signatures:
   serving_default(inputs: tf.string [batch]) -> {outputs: tf.string [batch],
-                                                 scores: float32 [batch]}
+                                                 scores: float32 [batch],
+                                                 errors: tf.string [batch]}
   translate_ids(inputs: int32 [batch, length]) -> {outputs: int32 [batch, length'], scores}
+An input that cannot be encoded (invalid UTF-8, or not symbols) gets the empty output, score 0
+and its reason in `errors` ("" for the others), so one bad item does not fail a batch.
 The second takes and returns token ids without EOS, PAD(0)-padded, for servers without the
 tokenizer's ops (a SentencePiece vocabulary needs `import tensorflow_text` before loading).
 Versions are numbered subdirectories of the export directory, the layout TensorFlow Serving
@@ -12,10 +15,11 @@ watches.
 
 import os
 import shutil
-import tempfile
 import time
 
 import tensorflow as tf
+
+from t2t_lite.files import make_directory, temporary_directory
 
 SIGNATURES = ("serving_default", "translate_ids")
 
@@ -35,11 +39,11 @@ def new_version(export_dir, write):
     The version is the time in seconds (as tf.estimator did), and is written under a temporary
     name and renamed, so a server never loads a half-written model.
     """
-    os.makedirs(export_dir, exist_ok=True)
+    make_directory(export_dir, "export_dir")
     versions = [int(name) for name in os.listdir(export_dir) if name.isdigit()]
     version = max([int(time.time())] + [v + 1 for v in versions])
     path = os.path.join(export_dir, str(version))
-    temporary = tempfile.mkdtemp(dir=export_dir, prefix=".tmp-")
+    temporary = temporary_directory(export_dir, ".tmp-")
     try:
         write(os.path.join(temporary, "model"))
         os.replace(os.path.join(temporary, "model"), path)

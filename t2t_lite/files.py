@@ -9,12 +9,43 @@ import tempfile
 from t2t_lite.errors import UserError
 
 
+def make_directory(path, flag):
+    """os.makedirs(path) for the directory of --flag, checked to be writable; the OS's refusal
+    is a UserError naming the flag, the path and the fix."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except FileExistsError:
+        raise UserError(f"--{flag} {path} is a file, not a directory: pass a directory") from None
+    except OSError as error:
+        raise UserError(f"--{flag} {path} cannot be created ({error.strerror}): pass a "
+                        "directory you can write to") from None
+    if not os.access(path, os.W_OK):  # also false on a read-only file system, even for root
+        raise UserError(f"--{flag} {path} is not writable (read-only file system or "
+                        "permissions): pass a directory you can write to")
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def temporary_directory(parent, prefix):
+    """A new directory in parent with the permissions of os.makedirs (the umask's), not
+    mkdtemp's 0700, so that it can become a directory other users read (e.g. a server)."""
+    path = tempfile.mkdtemp(dir=parent, prefix=prefix)
+    os.chmod(path, 0o777 & ~_umask())
+    return path
+
+
 def write_bytes_atomically(path, data):
-    """Writes to a temporary file beside `path`, then renames it over `path`."""
+    """Writes to a temporary file beside `path`, then renames it over `path`; the file gets
+    the permissions of open() (the umask's), not mkstemp's 0600."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-")
     try:
+        os.chmod(temporary, 0o666 & ~_umask())
         with os.fdopen(handle, "wb") as f:
             f.write(data)
         os.replace(temporary, path)

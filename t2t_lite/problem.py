@@ -20,7 +20,7 @@ import tensorflow as tf
 from t2t_lite import data
 from t2t_lite.corpus import is_empty
 from t2t_lite.errors import UserError
-from t2t_lite.files import write_text_atomically
+from t2t_lite.files import exclusive_lock, write_text_atomically
 from t2t_lite.registry import snake_case
 from t2t_lite.text import EOS_ID
 
@@ -112,13 +112,17 @@ class Problem:
             os.path.exists(path) for path in self.shard_paths(split, data_dir))
 
     def generate_data(self, data_dir, raw_dir=None):
-        """Writes the vocabulary and every missing split to data_dir; finished work is kept."""
+        """Writes the vocabulary and every missing split to data_dir; finished work is kept.
+        One datagen at a time per data_dir and problem: a second would remove the first's
+        unfinished shards."""
         os.makedirs(data_dir, exist_ok=True)
         raw_dir = raw_dir or os.path.join(data_dir, "raw")
-        vocabulary = self.build_vocabulary(data_dir, raw_dir)
-        for split in self.splits():
-            if not self.has_data(data_dir, split):
-                self._write_split(split, data_dir, raw_dir, vocabulary)
+        with exclusive_lock(os.path.join(data_dir, f".{self.name}.datagen.lock"),
+                            f"{data_dir} (datagen of {self.name})"):
+            vocabulary = self.build_vocabulary(data_dir, raw_dir)
+            for split in self.splits():
+                if not self.has_data(data_dir, split):
+                    self._write_split(split, data_dir, raw_dir, vocabulary)
 
     def _write_split(self, split, data_dir, raw_dir, vocabulary):
         paths = self.shard_paths(split, data_dir)

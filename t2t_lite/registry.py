@@ -119,5 +119,10 @@ def import_usr_dir(path):
         module_name, init, submodule_search_locations=[path] if is_package else None)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as error:
+        del sys.modules[module_name]
+        raise UserError(f"--usr_dir {error.filename} line {error.lineno}: {error.msg}: fix the "
+                        "syntax error there") from None
     return module

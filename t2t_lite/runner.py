@@ -10,23 +10,26 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 
 import keras
 import tensorflow as tf
 
 from t2t_lite import registry
 from t2t_lite.attention import attention_weights
-from t2t_lite.checkpoints import resolve_checkpoint, restore_existing
-from t2t_lite.config import HParams
+from t2t_lite.checkpoints import (DamagedCheckpoint, checkpoint_step, forget_checkpoint,
+                                  resolve_checkpoint, restore_existing)
+from t2t_lite.config import TRAINING_ONLY, HParams
 from t2t_lite.errors import UserError
 from t2t_lite.evaluation import DECODE_EXAMPLES, Evaluator
-from t2t_lite.files import exclusive_lock, write_text_atomically
+from t2t_lite.files import exclusive_lock, make_directory, write_text_atomically
 from t2t_lite.training import Trainer, create_model, worker_index
 from t2t_lite.translator import Translator
 
 logger = logging.getLogger("t2t_lite")
 
 HPARAMS_FILE = "hparams.json"
+HPARAMS_HISTORY = "changed_on_resume"  # in HPARAMS_FILE: [{"step": N, name: [old, new], ...}]
 PROBLEM_FILE = "problem.json"
 
 
@@ -55,7 +58,8 @@ class Runner:
         hparams = registry.hparams(hparams_set).override(overrides)
         runner = cls(model_dir, problem_name, hparams_set, hparams,
                      _absolute(data_dir or os.path.join(model_dir, "data")))
-        write_text_atomically(os.path.join(model_dir, HPARAMS_FILE), hparams.to_json())
+        make_directory(model_dir, "model_dir")
+        runner._write_hparams(history=[])
         write_text_atomically(
             os.path.join(model_dir, PROBLEM_FILE),
             json.dumps({"problem": problem_name, "hparams_set": hparams_set,
@@ -67,8 +71,7 @@ class Runner:
         """The experiment saved in model_dir; data_dir overrides where its data now lives."""
         model_dir = _absolute(model_dir)
         try:
-            with open(os.path.join(model_dir, HPARAMS_FILE), encoding="utf-8") as f:
-                hparams = HParams.from_json(f.read())
+            hparams = HParams.from_dict(_read_hparams_file(model_dir)[0])
             with open(os.path.join(model_dir, PROBLEM_FILE), encoding="utf-8") as f:
                 saved = json.load(f)
         except FileNotFoundError as error:
@@ -83,12 +86,36 @@ class Runner:
             if given and given != saved:
                 raise UserError(f"{self.model_dir} was trained with --{flag}={saved}, "
                                 f"not {given}: use a new --model_dir or drop the flag")
-        changed = self.hparams.override(overrides).to_dict()
-        differing = sorted(k for k, v in self.hparams.to_dict().items() if changed[k] != v)
-        if differing:
+        changed = self.hparams.override(overrides)
+        differing = sorted(k for k, v in self.hparams.to_dict().items()
+                           if changed.to_dict()[k] != v)
+        refused = [name for name in differing if name not in TRAINING_ONLY]
+        if refused:
             raise UserError(f"{self.model_dir} was trained with other values of "
-                            f"{', '.join(differing)} (see its {HPARAMS_FILE}): use a new "
-                            "--model_dir or drop those --hparams")
+                            f"{', '.join(refused)} (see its {HPARAMS_FILE}), which shape the "
+                            "model: use a new --model_dir or drop those --hparams (only "
+                            f"{', '.join(TRAINING_ONLY)} may change on resume)")
+        if differing:
+            self._change_training_hparams(changed, differing)
+
+    def _change_training_hparams(self, changed, names):
+        """Resumes with other values of training-only hparams, logged and recorded in
+        HPARAMS_FILE with the step they apply from."""
+        latest = tf.train.latest_checkpoint(self.model_dir)
+        step = checkpoint_step(latest) if latest else 0
+        change = {name: [getattr(self.hparams, name), getattr(changed, name)] for name in names}
+        logger.info("from step %d on, %s", step, ", ".join(
+            f"{name} {old} -> {new}" for name, (old, new) in change.items()))
+        self.hparams = changed
+        history = _read_hparams_file(self.model_dir)[1]
+        self._write_hparams(history + [{"step": step, **change}])
+
+    def _write_hparams(self, history):
+        values = self.hparams.to_dict()
+        if history:
+            values[HPARAMS_HISTORY] = history
+        write_text_atomically(os.path.join(self.model_dir, HPARAMS_FILE),
+                              json.dumps(values, indent=2, sort_keys=True) + "\n")
 
     @property
     def vocabulary(self):
@@ -155,18 +182,30 @@ class Runner:
                             f"BLEU but with {', '.join(self.problem.metric_names)}")
         self.problem.bleu_tokenize = name
 
-    def prepare_data(self, generate=False, raw_dir=None):
-        """Runs datagen when data is missing and the user asked, or the problem needs no download."""
-        if self.problem.has_data(self.data_dir, "train") and self.problem.has_data(
-                self.data_dir, "dev"):
+    def prepare_data(self, generate=False, raw_dir=None, strategy=None, poll_seconds=2.0):
+        """Runs datagen when data is missing and the user asked, or the problem needs no download.
+
+        Of the workers of a multi-worker `strategy`, only the chief generates; the others wait
+        until its data is complete."""
+        make_directory(self.data_dir, "data_dir")
+        if self._has_training_data():
             return
         if not (generate or self.problem.self_contained):
             raise UserError(
                 f"no data for problem {self.problem.name} in {self.data_dir}: run "
                 f"`t2t-lite-datagen --problem={self.problem.name} --data_dir={self.data_dir}` "
                 "or pass --generate_data")
+        if strategy is not None and worker_index(strategy)[0] != 0:
+            logger.info("waiting for the chief to generate data for %s in %s",
+                        self.problem.name, self.data_dir)
+            while not self._has_training_data():
+                time.sleep(poll_seconds)
+            return
         logger.info("generating data for %s in %s", self.problem.name, self.data_dir)
         self.problem.generate_data(self.data_dir, raw_dir)
+
+    def _has_training_data(self):
+        return all(self.problem.has_data(self.data_dir, split) for split in ("train", "dev"))
 
     def trainer(self, strategy=None, jit_compile=False):
         """A Trainer restored from the latest checkpoint in model_dir, if any."""
@@ -175,6 +214,11 @@ class Runner:
         if latest:
             try:
                 restore_existing(trainer.checkpoint, latest)
+            except DamagedCheckpoint as error:
+                logger.warning("%s: resuming from the newest intact one before it",
+                               error.damage)
+                forget_checkpoint(self.model_dir, latest)
+                return self.trainer(strategy, jit_compile)
             except ValueError as error:  # e.g. the embeddings of another vocabulary size
                 raise UserError(
                     f"{latest} does not fit a model for the {self.vocabulary.size}-piece "
@@ -209,11 +253,11 @@ class Runner:
                             "checkpoints")
         strategy = trainer.strategy if trainer else strategy or tf.distribute.get_strategy()
         with self._lock(strategy), _write_dir(self.model_dir, strategy) as write_dir:
-            resume_from = tf.train.latest_checkpoint(self.model_dir)
             if trainer is None:
                 if seed is not None:
                     keras.utils.set_random_seed(seed)
                 trainer = self.trainer(strategy, jit_compile)
+            resume_from = tf.train.latest_checkpoint(self.model_dir)  # the one trainer() restored
             evaluator = Evaluator(
                 self, self.translator(trainer.model, beam_size=beam_size), trainer=trainer,
                 eval_steps=eval_steps, decode_examples=decode_examples,
@@ -268,6 +312,13 @@ def _write_dir(model_dir, strategy):
         yield temporary
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
+
+
+def _read_hparams_file(model_dir):
+    """(The values of the hparams a model_dir trains with, their HPARAMS_HISTORY)."""
+    with open(os.path.join(model_dir, HPARAMS_FILE), encoding="utf-8") as f:
+        values = json.load(f)
+    return values, values.pop(HPARAMS_HISTORY, [])
 
 
 def _absolute(path):

@@ -63,6 +63,12 @@ class Vocabulary(tf.Module):
         """tf.string [batch] -> tf.RaggedTensor int32 [batch, None], for the exported model."""
         raise NotImplementedError
 
+    def tf_errors(self, texts):
+        """tf.string [batch] -> tf.string [batch]: why each text cannot be encoded ("" when it
+        can), so that the exported model rejects the items `encode` would, one by one."""
+        replaced = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")
+        return tf.where(replaced == texts, "", "not valid UTF-8")
+
     def tf_decode(self, ids):
         """int32 [batch, length] -> tf.string [batch], stopping at EOS, for the exported model."""
         raise NotImplementedError
@@ -86,7 +92,7 @@ class SymbolVocabulary(Vocabulary):
     def encode(self, text):
         ids = []
         for token in text.split():
-            if not token.isdigit() or int(token) >= self.num_symbols:
+            if not (token.isascii() and token.isdigit()) or int(token) >= self.num_symbols:
                 raise UserError(f"'{token}' is not a symbol of this problem: expected integers "
                                 f"0..{self.num_symbols - 1} separated by spaces")
             ids.append(int(token) + 2)
@@ -102,6 +108,16 @@ class SymbolVocabulary(Vocabulary):
     def tf_encode(self, texts):
         tokens = tf.strings.split(texts)
         return tf.strings.to_number(tokens, tf.int32) + 2
+
+    def tf_errors(self, texts):
+        tokens = tf.strings.split(texts)
+        is_number = tf.strings.regex_full_match(tokens.flat_values, "[0-9]{1,9}")
+        numbers = tf.strings.to_number(tf.where(is_number, tokens.flat_values, "0"), tf.int64)
+        known = tokens.with_flat_values(is_number & (numbers < self.num_symbols))
+        errors = tf.where(tf.reduce_all(known, axis=1), "",
+                          f"expected integers 0..{self.num_symbols - 1} separated by spaces")
+        utf8_errors = super().tf_errors(texts)
+        return tf.where(utf8_errors == "", errors, utf8_errors)
 
     def tf_decode(self, ids):
         symbols = tf.ragged.boolean_mask(ids, tf_strip_mask(ids)) - 2
@@ -207,7 +223,8 @@ def _size_advice(message, size):
     too_low = re.search(r"smaller than required_chars\. \d+ vs (\d+)", message)
     if too_low:
         return (f"a vocabulary of {size} cannot hold the {too_low.group(1)} characters, bytes "
-                "and special ids the training text needs: choose a larger vocabulary size")
+                "and special ids the training text needs: choose a vocabulary size of at least "
+                f"{too_low.group(1)}")
     return f"SentencePiece could not train the vocabulary: {message}"
 
 

@@ -22,8 +22,10 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from t2t_lite.checkpoints import remove_partial_saves, save
 from t2t_lite.errors import UserError
 from t2t_lite.model import Transformer
+from t2t_lite.preemption import stop_on_signals
 from t2t_lite.text import PAD_ID
 
 logger = logging.getLogger("t2t_lite")
@@ -133,6 +135,16 @@ class TrainingDiverged(UserError):
     """The loss became NaN or infinite."""
 
 
+class Stopped(UserError):
+    """SIGTERM or SIGINT (here, or to another worker) stopped training after a checkpoint."""
+
+    def __init__(self, signal_name, step, checkpoints):
+        where = (f"saved {checkpoints.latest_checkpoint}: run the same command to resume"
+                 if checkpoints else "nothing saved (no checkpoint directory)")
+        super().__init__(f"stopped by {signal_name or 'a signal to another worker'} at step "
+                         f"{step}; {where}")
+
+
 def worker_index(strategy):
     """(index of this worker, number of workers): (0, 1) unless multi-worker."""
     resolver = getattr(strategy, "cluster_resolver", None)
@@ -181,7 +193,7 @@ class Trainer:
             scaled_loss = self.optimizer.scale_loss(stats["loss"])
         return [tf.convert_to_tensor(g) for g in tape.gradient(scaled_loss, variables)], stats
 
-    def _replica_step(self, batches):
+    def _replica_step(self, batches, stop):
         variables = self.model.trainable_variables
         gradients, sums = [], None
         for features, labels in batches:
@@ -195,7 +207,10 @@ class Trainer:
                 gradients = [a + b for a, b in zip(gradients, step_gradients)]
                 sums = {k: sums[k] + stats[k] for k in sums}
         context = tf.distribute.get_replica_context()
-        sums = context.all_reduce(tf.distribute.ReduceOp.SUM, sums)
+        # The stop requests ride on the step's all-reduce, so every worker sees them at once
+        # (placed like the statistics: a tensor from outside the replica has no device).
+        stop = tf.zeros_like(sums["tokens"]) + stop
+        sums = context.all_reduce(tf.distribute.ReduceOp.SUM, {**sums, "stop_requests": stop})
         gradients = [g / tf.maximum(sums["tokens"], 1.0) for g in gradients]
         if self.hparams.clip_grad_norm:
             gradients = self._clip(gradients, context)
@@ -211,21 +226,23 @@ class Trainer:
         scale = tf.minimum(1.0, self.hparams.clip_grad_norm / norm)
         return [g * scale for g in gradients]
 
-    def train_step(self, iterators):
+    def train_step(self, iterators, stop=False):
         """One optimizer update from `accumulate_steps` batches of each replica's iterator (see
-        `distribute`); returns the statistics summed over replicas and micro-batches."""
+        `distribute`); returns the statistics summed over replicas and micro-batches, and
+        "stop_requests": how many replicas (of all workers) were asked to `stop`."""
         if self._train_step is None:
             @tf.function
-            def step(iterators):
+            def step(iterators, stop):
                 batches = [[next(iterator) for _ in range(self.hparams.accumulate_steps)]
                            for iterator in iterators.values()]
                 per_replica = self.strategy.experimental_distribute_values_from_function(
                     lambda context: batches[context.replica_id_in_sync_group % len(batches)])
-                sums = self.strategy.run(self._replica_step, args=(per_replica,))
+                sums = self.strategy.run(self._replica_step, args=(per_replica, stop))
                 return self.strategy.experimental_local_results(sums)[0]
 
             self._train_step = step
-        return {k: float(v) for k, v in self._train_step(iterators).items()}
+        sums = self._train_step(iterators, tf.constant(float(stop)))
+        return {k: float(v) for k, v in sums.items()}
 
     def distribute(self, dataset_fn):
         """{"replica_R": iterator} over `dataset_fn(input_context)` for each local replica R,
@@ -242,6 +259,12 @@ class Trainer:
         the data (another number divides it otherwise)."""
         seeds = [v.value for v in self.model.variables if "seed_generator_state" in v.path]
         return {"dropout_seeds": seeds, _data_key(self.strategy): iterators}
+
+    def _checkpoint_bytes(self):
+        """The size of the model and optimizer variables (a checkpoint also holds the data
+        iterators, with their shuffle buffers)."""
+        variables = self.model.variables + self.optimizer.variables
+        return sum(math.prod(v.shape) * tf.as_dtype(v.dtype).size for v in variables)
 
     def evaluate(self, dataset, max_batches=None):
         """Loss, perplexity, token accuracy and padding over `dataset` (all of it by default)."""
@@ -269,7 +292,9 @@ class Trainer:
         at the end, and calls each `fn(step)` of `periodic` (every, fn) pairs every `every`
         updates; one that returns True stops training there, after a checkpoint (early
         stopping). Returns the step reached. Stops with TrainingDiverged on a non-finite loss
-        without saving, so the last checkpoint is the last good one.
+        without saving, so the last checkpoint is the last good one. On SIGTERM or SIGINT (to
+        any worker), every worker saves a checkpoint after the same update and stops with
+        Stopped.
         """
         iterators = self.distribute(dataset_fn)
         resume_state = self._resume_state(iterators)
@@ -283,36 +308,44 @@ class Trainer:
                             resume_from, ", ".join(missing))
             tf.train.Checkpoint(**resume_state).restore(resume_from).expect_partial()
         state = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, **resume_state)
-        checkpoints = (tf.train.CheckpointManager(state, checkpoint_dir, keep_checkpoints)
-                       if checkpoint_dir else None)
+        checkpoints = None
+        if checkpoint_dir:
+            remove_partial_saves(checkpoint_dir)
+            checkpoints = tf.train.CheckpointManager(state, checkpoint_dir, keep_checkpoints)
         writer = tf.summary.create_file_writer(summary_dir) if summary_dir else None
         step = self.step
         progress = _Progress(step, train_steps)
-        while step < train_steps:
-            previous_step = step
-            sums = self.train_step(iterators)
-            step = self.step
-            if not math.isfinite(sums["loss"]):
-                raise TrainingDiverged(
-                    f"the loss became {sums['loss']} at step {step}; the last good checkpoint "
-                    "is kept. Lower learning_rate or raise warmup_steps with --hparams")
-            if step == previous_step:  # float16 gradients overflowed: the loss scale shrank
-                continue
-            progress.add(sums)
-            if step % log_every == 0 or step == train_steps:
-                metrics = progress.report(step, self.learning_rate())
-                if writer:
-                    with writer.as_default(step=step):
-                        for name, value in metrics.items():
-                            tf.summary.scalar(name, value)
-            with progress.paused():
-                if checkpoints and (step % save_every == 0 or step == train_steps):
-                    checkpoints.save(checkpoint_number=step)
-                stop = [fn(step) for every, fn in periodic if every and step % every == 0]
-                if any(stop):
-                    if checkpoints and step % save_every:
-                        checkpoints.save(checkpoint_number=step)
-                    break
+        with stop_on_signals() as signals:
+            while step < train_steps:
+                previous_step = step
+                sums = self.train_step(iterators, signals.requested)
+                stopping = sums.pop("stop_requests") > 0
+                step = self.step
+                if not math.isfinite(sums["loss"]):
+                    raise TrainingDiverged(
+                        f"the loss became {sums['loss']} at step {step}; the last good "
+                        "checkpoint is kept. Lower learning_rate or raise warmup_steps with "
+                        "--hparams")
+                if step == previous_step and not stopping:  # float16 gradients overflowed
+                    continue
+                progress.add(sums)
+                if step % log_every == 0 or step == train_steps:
+                    metrics = progress.report(step, self.learning_rate())
+                    if writer:
+                        with writer.as_default(step=step):
+                            for name, value in metrics.items():
+                                tf.summary.scalar(name, value)
+                with progress.paused():
+                    if checkpoints and (step % save_every == 0 or step == train_steps
+                                        or stopping):
+                        save(checkpoints, step, self._checkpoint_bytes())
+                    if stopping:
+                        raise Stopped(signals.signal_name, step, checkpoints)
+                    stop = [fn(step) for every, fn in periodic if every and step % every == 0]
+                    if any(stop):
+                        if checkpoints and step % save_every and step != train_steps:
+                            save(checkpoints, step, self._checkpoint_bytes())
+                        break
         return step
 
 

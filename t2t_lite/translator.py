@@ -110,11 +110,18 @@ class Translator(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
     def translate_strings(self, texts):
-        """tf.string [batch] -> {"outputs": tf.string [batch], "scores": float32 [batch]}."""
+        """tf.string [batch] -> {"outputs": tf.string [batch], "scores": float32 [batch],
+        "errors": tf.string [batch]}. An item the vocabulary cannot encode (invalid UTF-8, or
+        a token that is not a symbol) is translated as an empty one, with the reason in
+        "errors" ("" for the others), so that it does not fail the rest of the batch."""
+        errors = self.vocabulary.tf_errors(texts)
+        texts = tf.where(errors == "", texts, "")
         outputs, scores = self._translate(self.vocabulary.tf_encode(texts))
         if self.tf_postprocess is not None:
-            return {"outputs": self.tf_postprocess(texts, outputs), "scores": scores}
-        return {"outputs": self.vocabulary.tf_decode(outputs), "scores": scores}
+            return {"outputs": self.tf_postprocess(texts, outputs), "scores": scores,
+                    "errors": errors}
+        return {"outputs": self.vocabulary.tf_decode(outputs), "scores": scores,
+                "errors": errors}
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="inputs")])
     def translate_ids(self, ids):

@@ -59,7 +59,7 @@ def test_datagen_is_idempotent_and_never_leaves_a_shard_that_looks_finished(tmp_
     problem = small(AlgorithmicReverse)
     (tmp_path / f"{problem.name}-train-00000-of-00003.incomplete").write_text("stale")
     problem.generate_data(str(tmp_path))
-    shards = sorted(os.listdir(tmp_path))
+    shards = sorted(name for name in os.listdir(tmp_path) if not name.startswith("."))  # locks
     assert shards == sorted(os.path.basename(p) for split in ("train", "dev", "test")
                             for p in problem.shard_paths(split, str(tmp_path))
                             + [problem.stats_path(split, str(tmp_path))])

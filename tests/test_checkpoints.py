@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from cli_output import error_lines
 from t2t_lite import cli
 from t2t_lite.checkpoints import average_checkpoints, last_checkpoints
 from t2t_lite.cli import avg_checkpoints
@@ -98,7 +99,7 @@ def test_averaging_mistakes_are_one_line_errors(model_dir_with_checkpoints, tmp_
          "is not a t2t_lite model_dir"),
     ]:
         code, err = run_avg(argv, capsys)
-        assert code == 2 and len(err.strip().splitlines()) == 1 and message in err
+        assert code == 2 and len(error_lines(err)) == 1 and message in err
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 

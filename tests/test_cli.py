@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from cli_output import error_lines
 from t2t_lite import cli
 from t2t_lite.cli import trainer
 from t2t_lite.runner import Runner
@@ -47,7 +48,7 @@ def test_unknown_problem_in_a_real_process_is_one_line(tmp_path):
 def test_user_mistakes_exit_2_with_one_line(flags, message, tmp_path, capsys):
     code, err = run_trainer(flags + [f"--model_dir={tmp_path}"], capsys)
     assert code == 2
-    assert len(err.strip().splitlines()) == 1 and message in err
+    assert len(error_lines(err)) == 1 and message in err
 
 
 def test_registry_help_lists_problems_and_hparams_sets(capsys):
@@ -68,7 +69,7 @@ def test_model_dir_remembers_its_experiment_and_refuses_contradictions(tmp_path,
 
     for flags, message in [
         (["--problem=algorithmic_reverse"], "trained with --problem=algorithmic_copy"),
-        (["--hparams=dropout=0.1"], "trained with other values of dropout"),
+        (["--hparams=d_ff=64"], "trained with other values of d_ff"),
     ]:
         code, err = run_trainer(flags + [f"--model_dir={tmp_path}"], capsys)
         assert code == 2 and message in err

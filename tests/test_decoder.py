@@ -1,6 +1,7 @@
 """The decoder command and the Translator behind it, on the trained reversal model."""
 
 import io
+import os
 import re
 import shutil
 import subprocess
@@ -8,6 +9,7 @@ import sys
 
 import pytest
 
+from cli_output import error_lines
 from t2t_lite import cli
 from t2t_lite.cli import decoder
 
@@ -66,12 +68,12 @@ def test_decoder_bleu_equals_sacrebleu_on_the_written_files(trained_reverse, tra
     output = tmp_path / "out.txt"
     for flags, sacrebleu_flags in [([], []), (["--bleu_tokenize=intl", "--bleu_lowercase"],
                                               ["-tok", "intl", "-lc"])]:
-        code, out, _ = run_decoder([
+        code, out, err = run_decoder([
             f"--model_dir={trained_reverse.model_dir}", f"--decode_from_file={source}",
             f"--decode_to_file={output}", f"--decode_reference={reference}",
             "--batch_size=3"] + flags, capsys)
         assert code == 0
-        assert f"{source} line 6 has 80 tokens: only its first 63 are translated" in out
+        assert f"{source} line 6 has 80 tokens: only its first 63 are translated" in err
         written = output.read_text(encoding="utf-8").split("\n")
         assert written == [t.text for t in translator.translate(SOURCES)] + [""]
         score = float(re.search(r"BLEU = (\S+)", out).group(1))
@@ -87,8 +89,8 @@ def test_decoder_reads_stdin_line_by_line(trained_reverse, translator, monkeypat
     monkeypatch.setattr(sys, "stdin", stdin)
     code, out, err = run_decoder([f"--model_dir={trained_reverse.model_dir}"], capsys)
     assert code == 0
-    expected = [t.text for t in translator.translate(["1 2 3", "", "4 5"])]
-    assert out.splitlines()[-3:] == expected and expected[1] == ""
+    expected = [t.text for t in translator.translate(["1 2 3", "", "", "", "4 5"])]
+    assert out.splitlines() == expected and expected[1] == ""  # one output line per input
     assert "stdin line 2 is not valid UTF-8" in err and "stdin line 3: 'x' is not a symbol" in err
 
 
@@ -116,5 +118,23 @@ def test_decoder_mistakes_are_one_line_errors(trained_reverse, tmp_path, capsys,
     code, _, err = run_decoder([f"--model_dir={trained_reverse.model_dir}",
                                 f"--decode_from_file={tmp_path / 'src.txt'}",
                                 f"--decode_to_file={tmp_path / 'out.txt'}"] + flags, capsys)
-    assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
+    # Progress logs go to stderr too (e.g. "restored ..."); the error is one line of its own.
+    errors = error_lines(err)
+    assert code == 2 and len(errors) == 1 and message in errors[0], err
     assert not (tmp_path / "out.txt").exists()
+
+
+def test_a_piped_decoder_writes_one_line_per_input_line(trained_reverse, translator):
+    """Logs go to stderr, and a line that cannot be translated gives an empty line, so that
+    `decoder < in > out` keeps out aligned with in."""
+    result = subprocess.run(
+        [sys.executable, "-c", "from t2t_lite.cli.decoder import run; run()",
+         f"--model_dir={trained_reverse.model_dir}",
+         f"--usr_dir={os.path.join(os.path.dirname(__file__), 'usr_problems.py')}"],
+        input=b"1 2 3\n4 \xff 5\n7 x\n6 2\n", capture_output=True, timeout=300)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    expected = [t.text for t in translator.translate(["1 2 3", "", "", "6 2"])]
+    assert result.stdout.decode().split("\n") == expected + [""]
+    err = result.stderr.decode()
+    assert "restored" in err and "stdin line 2 is not valid UTF-8" in err
+    assert "stdin line 3: 'x' is not a symbol" in err

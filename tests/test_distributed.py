@@ -132,23 +132,42 @@ def model_weights(model_dir):
             if name.startswith("model/")}
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, short_reverse_data):
+    """The model_dir of TRAINER run to its end without interruption."""
+    model_dir = str(tmp_path_factory.mktemp("uninterrupted") / "model")
+    subprocess.run([sys.executable, *TRAINER, f"--data_dir={short_reverse_data}",
+                    f"--model_dir={model_dir}"],
+                   env=environment(), check=True, capture_output=True, timeout=600)
+    return model_dir
+
+
+def start_trainer(model_dir, flags, **kwargs):
+    """TRAINER in a new process, once it has saved its first checkpoint."""
+    process = subprocess.Popen([sys.executable, *TRAINER, *flags, f"--model_dir={model_dir}"],
+                               env=environment(), **kwargs)
+    deadline = time.time() + 300
+    while not tf.train.latest_checkpoint(model_dir) and time.time() < deadline:
+        time.sleep(0.05)
+    return process
+
+
+def assert_same_weights(expected, actual):
+    expected, actual = model_weights(expected), model_weights(actual)
+    assert expected.keys() == actual.keys()
+    for name in expected:
+        np.testing.assert_allclose(actual[name], expected[name], rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
+
+
 def test_a_killed_trainer_resumes_to_the_uninterrupted_result(tmp_path, short_reverse_data,
-                                                              capsys):
+                                                              uninterrupted, capsys):
     """SIGKILL mid-run, then the same command again: same final step and, since the data
     position and dropout seeds are in the checkpoint, the same weights as a run never killed.
     While it runs, a second trainer on the same model_dir is refused."""
     flags = [f"--data_dir={short_reverse_data}"]
-    uninterrupted = str(tmp_path / "uninterrupted")
-    subprocess.run([sys.executable, *TRAINER, *flags, f"--model_dir={uninterrupted}"],
-                   env=environment(), check=True, capture_output=True, timeout=600)
-
     killed = str(tmp_path / "killed")
-    process = subprocess.Popen([sys.executable, *TRAINER, *flags, f"--model_dir={killed}"],
-                               env=environment(), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while not tf.train.latest_checkpoint(killed) and time.time() < deadline:
-        time.sleep(0.05)
+    process = start_trainer(killed, flags, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with pytest.raises(SystemExit) as exit_info:
         cli.run(trainer.main, [f"--model_dir={killed}", *flags])
     assert exit_info.value.code == 2
@@ -164,14 +183,55 @@ def test_a_killed_trainer_resumes_to_the_uninterrupted_result(tmp_path, short_re
     resumed = subprocess.run([sys.executable, *TRAINER, *flags, f"--model_dir={killed}"],
                              env=environment(), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"(step {killed_at})" in resumed.stdout
-    assert re.search(r"step 150/150 ", resumed.stdout)
+    assert f"(step {killed_at})" in resumed.stderr
+    assert re.search(r"step 150/150 ", resumed.stderr)
     assert Runner.from_model_dir(killed).trainer().step == 150
-    expected, actual = model_weights(uninterrupted), model_weights(killed)
-    assert expected.keys() == actual.keys()
-    for name in expected:
-        np.testing.assert_allclose(actual[name], expected[name], rtol=1e-5, atol=1e-6,
-                                   err_msg=name)
+    assert_same_weights(uninterrupted, killed)
+
+
+def test_sigterm_saves_at_the_next_update_and_the_run_resumes_exactly(
+        tmp_path, short_reverse_data, uninterrupted):
+    """Preemption (SIGTERM) between two checkpoints of --save_every loses no update: the
+    trainer saves where it is, says where to resume in one line, and the resumed run ends with
+    the uninterrupted run's weights."""
+    flags = [f"--data_dir={short_reverse_data}"]
+    stopped = str(tmp_path / "stopped")
+    process = start_trainer(stopped, flags, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(0.5)  # between two checkpoints, most likely
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 2, stderr[-3000:]
+    last = tf.train.latest_checkpoint(stopped)
+    step = int(last.rsplit("-", 1)[1])
+    assert 10 <= step < 150
+    assert stderr.splitlines()[-1] == (f"-c: error: stopped by SIGTERM at step {step}; saved "
+                                       f"{last}: run the same command to resume")
+    assert "Traceback" not in stderr
+
+    resumed = subprocess.run([sys.executable, *TRAINER, *flags, f"--model_dir={stopped}"],
+                             env=environment(), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"(step {step})" in resumed.stderr
+    assert_same_weights(uninterrupted, stopped)
+
+
+SECOND_SIGNAL = """
+import os, signal
+from t2t_lite.preemption import stop_on_signals
+with stop_on_signals() as stop:
+    os.kill(os.getpid(), signal.SIGINT)
+    print(stop.signal_name, flush=True)
+    os.kill(os.getpid(), signal.SIGINT)
+    print("not reached")
+"""
+
+
+def test_a_second_signal_exits_at_once():
+    result = subprocess.run([sys.executable, "-c", SECOND_SIGNAL], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 128 + signal.SIGINT and result.stdout == "SIGINT\n"
+    assert result.stderr.endswith("second SIGINT: exiting at once; the last checkpoint is kept\n")
 
 
 def test_tf_configs_name_every_worker_once():
@@ -188,3 +248,37 @@ def test_bad_worker_lists_are_one_line(workers, message, capsys):
         cli.run(make_tf_configs.main, [f"--workers={workers}"])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_workers_agree_on_data_and_on_the_step_to_stop_at(tmp_path):
+    """Two workers of the trainer command, started on a data_dir without data: only the chief
+    generates it while the other waits; SIGTERM to the other worker stops both after the same
+    update, the chief having saved that step's checkpoint."""
+    model_dir, data_dir = str(tmp_path / "model"), str(tmp_path / "data")
+    addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    command = ["-c", "from t2t_lite.cli.trainer import run; run()", f"--usr_dir={USR_PROBLEMS}",
+               "--problem=test_tiny_reverse", "--hparams_set=transformer_tiny",
+               f"--hparams={OVERRIDES}", f"--model_dir={model_dir}", f"--data_dir={data_dir}",
+               "--train_steps=100000", "--save_every=5", "--eval_every=0", "--log_every=5"]
+    workers = [subprocess.Popen([sys.executable, *command], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                env={**environment(), "TF_CONFIG": config})
+               for config in make_tf_configs.tf_configs(addresses)]
+    deadline = time.time() + 300
+    while not tf.train.latest_checkpoint(model_dir) and time.time() < deadline:
+        time.sleep(0.05)
+    workers[1].send_signal(signal.SIGTERM)
+    errors = []
+    for worker in workers:
+        _, stderr = worker.communicate(timeout=300)
+        assert worker.returncode == 2, stderr[-3000:]
+        errors.append(stderr)
+    step = int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1])
+    assert errors[0].splitlines()[-1] == (
+        f"-c: error: stopped by a signal to another worker at step {step}; saved "
+        f"{model_dir}/ckpt-{step}: run the same command to resume")
+    assert re.search(rf"error: stopped by SIGTERM at step {step}; saved \S+/ckpt-{step}: ",
+                     errors[1].splitlines()[-1])
+    assert "generating data for test_tiny_reverse" in errors[0]
+    assert "waiting for the chief to generate data" in errors[1]
+    assert "generating data" not in errors[1]

@@ -6,6 +6,7 @@ import os
 import pytest
 import tensorflow as tf
 
+from cli_output import error_lines
 from t2t_lite import cli
 from t2t_lite.cli import trainer
 
@@ -65,4 +66,4 @@ def test_trainer_decoding_mistakes_are_one_line_errors(trained_reverse, tmp_path
                                f"--model_dir={tmp_path}",
                                f"--data_dir={trained_reverse.runner.data_dir}"] + flags)
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert len(error_lines(err)) == 1 and message in err, err

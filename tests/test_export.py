@@ -11,17 +11,28 @@ from t2t_lite import cli
 from t2t_lite.cli import exporter
 
 INPUTS = ["1 2 3", "", "9 8 7 6 5 4 3 2", " ".join(["4"] * 100), "0", "5 5 1"]
+# Items the vocabulary cannot encode, as bytes decoded with surrogateescape (JSON carries them).
+INVALID_UTF8 = b"4 \xff 5".decode("utf-8", "surrogateescape")
+
+
+def assert_bad_items_rejected_one_by_one(served, count, bad):
+    """The first `count` items translate; each of `bad` (reason by index) is empty, scores 0."""
+    assert served["errors"][:count] == [""] * count
+    for index, reason in bad.items():
+        assert (served["outputs"][index], served["scores"][index]) == ("", 0.0)
+        assert served["errors"][index] == reason
 
 LOAD_AND_TRANSLATE = """
 import json, sys
 import tensorflow as tf
 model = tf.saved_model.load(sys.argv[1])
-texts = json.loads(sys.argv[2])
+texts = [text.encode("utf-8", "surrogateescape") for text in json.loads(sys.argv[2])]
 strings = model.signatures["serving_default"](inputs=tf.constant(texts))
 ids = model.signatures["translate_ids"](inputs=tf.constant(json.loads(sys.argv[3]), tf.int32))
 print(json.dumps({
     "outputs": [s.decode("utf-8") for s in strings["outputs"].numpy()],
     "scores": strings["scores"].numpy().tolist(),
+    "errors": [s.decode("utf-8") for s in strings["errors"].numpy()],
     "ids": ids["outputs"].numpy().tolist(), "id_scores": ids["scores"].numpy().tolist()}))
 """
 
@@ -43,11 +54,17 @@ def test_the_exported_model_translates_exactly_as_in_process(trained_reverse, ex
     ids = np.zeros((len(INPUTS), max(map(len, token_lists))), "int32")
     for row, tokens in zip(ids, token_lists):
         row[: len(tokens)] = tokens
+    bad = [INVALID_UTF8, "1 \N{GRINNING FACE} 2", "3 10", "-1"]
     result = subprocess.run([sys.executable, "-c", LOAD_AND_TRANSLATE, exported,
-                             json.dumps(INPUTS), json.dumps(ids.tolist())],
+                             json.dumps(INPUTS + bad), json.dumps(ids.tolist())],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     served = json.loads(result.stdout.splitlines()[-1])
+    symbols = "expected integers 0..9 separated by spaces"
+    assert_bad_items_rejected_one_by_one(served, len(INPUTS), {
+        len(INPUTS): "not valid UTF-8", len(INPUTS) + 1: symbols, len(INPUTS) + 2: symbols,
+        len(INPUTS) + 3: symbols})
+    served = {name: values[: len(INPUTS)] for name, values in served.items()}
 
     assert served["outputs"] == [t.text for t in expected]
     np.testing.assert_allclose(served["scores"], [t.score for t in expected], rtol=1e-5)
@@ -93,11 +110,32 @@ def test_a_sentencepiece_model_exports_with_its_tokenizer(tmp_path):
     inputs = ["Die Straße ist grün.", "", "東京 café über Öl", "naïve " * 40]
     expected = runner.translator(beam_size=1).translate(inputs)
     script = "import tensorflow_text\n" + LOAD_AND_TRANSLATE
-    result = subprocess.run([sys.executable, "-c", script, str(version), json.dumps(inputs),
-                             json.dumps([[3, 4, 5]])], capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, "-c", script, str(version),
+                             json.dumps(inputs + [INVALID_UTF8]), json.dumps([[3, 4, 5]])],
+                            capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     served = json.loads(result.stdout.splitlines()[-1])
+    assert_bad_items_rejected_one_by_one(served, len(inputs), {len(inputs): "not valid UTF-8"})
+    served = {name: values[: len(inputs)] for name, values in served.items()}
     assert served["outputs"] == [t.text for t in expected]
     np.testing.assert_allclose(served["scores"], [t.score for t in expected], rtol=1e-5)
     assert served["outputs"][1] == ""  # an empty source
     assert all(len(served["outputs"][i]) >= 8 for i in (0, 2, 3))  # pieces were detokenized
+
+
+def test_the_export_is_readable_as_the_umask_allows(exported):
+    """TensorFlow Serving often runs as another user: the version directory and its files get
+    the permissions of any new directory or file (the umask's), not a temporary one's 0700."""
+    import os
+    import stat
+
+    umask = os.umask(0)
+    os.umask(umask)
+    def modes(names):
+        return {stat.S_IMODE(os.stat(os.path.join(directory, name)).st_mode) for name in names}
+
+    directory = os.path.dirname(exported)
+    directories, files = modes([exported]), set()
+    for directory, subdirectories, names in os.walk(exported):
+        directories, files = directories | modes(subdirectories), files | modes(names)
+    assert directories == {0o777 & ~umask} and files == {0o666 & ~umask}

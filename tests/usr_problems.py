@@ -10,3 +10,10 @@ class ShortReverse(AlgorithmicReverse):
     max_sequence_length = 8
     num_examples = {"train": 20_000, "dev": 500, "test": 500}
     num_shards = {"train": 2, "dev": 1, "test": 1}
+
+
+@register_problem(name="test_tiny_reverse")
+class TinyReverse(ShortReverse):
+    """Generated in a moment, for tests of datagen itself."""
+
+    num_examples = {"train": 2_000, "dev": 100, "test": 100}

@@ -33,12 +33,12 @@ def _import_tensorflow_quietly():
 
 
 def run(main, argv=None):
-    """Runs main(argv) with progress logged to stdout; a UserError becomes one line on stderr
-    and exit status 2."""
+    """Runs main(argv) with progress logged to stderr (stdout holds only results, so pipes keep
+    their line alignment); a UserError becomes one line on stderr and exit status 2."""
     from t2t_lite.errors import UserError
 
     _import_tensorflow_quietly()
-    handler = logging.StreamHandler(sys.stdout)
+    handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
     logger = logging.getLogger("t2t_lite")
     saved = logger.level, logger.propagate
@@ -47,11 +47,20 @@ def run(main, argv=None):
     logger.propagate = False
     try:
         main(sys.argv[1:] if argv is None else argv)
-    except UserError as error:
+    except (UserError, OSError) as error:
         prog = os.path.basename(sys.argv[0]) if argv is None else "t2t-lite"
-        print(f"{prog}: error: {error}", file=sys.stderr)
+        print(f"{prog}: error: {_one_line(error)}", file=sys.stderr)
         sys.exit(2)
     finally:
         logger.removeHandler(handler)
         logger.setLevel(saved[0])
         logger.propagate = saved[1]
+
+
+def _one_line(error):
+    """A UserError's message, or an OS fault the library did not name itself (a disk that
+    fills, a path that vanishes) as the path, the OS's reason and where to look."""
+    if not isinstance(error, OSError) or error.filename is None:
+        return str(error)
+    return (f"{error.filename}: {error.strerror}: check that path (free space, permissions, a "
+            "file where a directory is expected)")

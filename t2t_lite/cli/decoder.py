@@ -182,8 +182,9 @@ def write_attention(translator, token_lists, hypotheses, directory):
 
 
 def decode_interactively(translator, problem):
-    """Translates each line of stdin as soon as it is typed; a bad line is reported and
-    skipped."""
+    """Translates each line of stdin as soon as it is typed. Every line gives exactly one
+    output line, so a pipe stays aligned: a line that cannot be translated gives an empty one
+    and a warning on stderr naming it."""
     prompt = sys.stdin.isatty()
     number = 0
     while True:
@@ -197,11 +198,13 @@ def decode_interactively(translator, problem):
             line = raw.rstrip(b"\r\n").decode("utf-8")
             tokens = encode_lines(translator, [line], "stdin", number)[0]
         except UnicodeDecodeError as error:
-            print(f"stdin line {number} is not valid UTF-8 ({error.reason}); skipped",
-                  file=sys.stderr)
+            logger.warning("stdin line %d is not valid UTF-8 (%s): its output line is empty",
+                           number, error.reason)
+            print(flush=True)
             continue
         except UserError as error:
-            print(f"{error}; skipped", file=sys.stderr)
+            logger.warning("%s: its output line is empty", error)
+            print(flush=True)
             continue
         print(problem.postprocess(line, translator.translate_tokens([tokens])[0].text),
               flush=True)

@@ -109,7 +109,7 @@ def main(argv):
     strategy = create_strategy(args.strategy)
     runner = Runner.create_or_resume(args.model_dir, args.problem, args.hparams_set,
                                      args.hparams, args.data_dir)
-    runner.prepare_data(generate=args.generate_data, raw_dir=args.raw_dir)
+    runner.prepare_data(generate=args.generate_data, raw_dir=args.raw_dir, strategy=strategy)
     if args.bleu_tokenize:
         runner.use_bleu_tokenizer(args.bleu_tokenize)
     metrics = runner.train(

@@ -1,0 +1,253 @@
+"""File-system and process faults: each a one-line error (exit 2) naming the path and the fix,
+and nothing a user made lost or left unreadable."""
+
+import glob
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from cli_output import error_lines
+from t2t_lite import cli
+from t2t_lite.files import temporary_directory, write_text_atomically
+
+
+def environment(**extra):
+    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", **extra}
+
+
+def run_cli(main, argv, capsys):
+    """(exit status, stdout, stderr) of a console script run in this process."""
+    code = 0
+    try:
+        cli.run(main, argv)
+    except SystemExit as exit_info:
+        code = exit_info.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def umask_022():
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+def test_atomic_files_and_directories_follow_the_umask(tmp_path, umask_022):
+    """Like open() and os.makedirs, not like mkstemp (0600) and mkdtemp (0700), so a server or
+    a colleague running as another user can read what was written."""
+    path = tmp_path / "hparams.json"
+    write_text_atomically(str(path), "{}\n")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+    assert stat.S_IMODE(os.stat(temporary_directory(str(tmp_path), "x")).st_mode) == 0o755
+    os.umask(0o077)
+    write_text_atomically(str(path), "{}\n")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+SERIALIZE = """
+import hashlib
+from t2t_lite.data import serialize_example
+print(hashlib.sha256(b"".join(serialize_example([i, 5], [i + 2, 7, 1]) for i in range(50)))
+      .hexdigest())
+"""
+
+
+def test_examples_serialize_to_the_same_bytes_in_every_process():
+    """The feature map's order varied with the process's hash seed, so two datagen runs of one
+    corpus wrote shards with different checksums."""
+    digests = {subprocess.run([sys.executable, "-c", SERIALIZE], capture_output=True, text=True,
+                              check=True, env=environment(PYTHONHASHSEED=str(seed))).stdout
+               for seed in range(1, 4)}
+    assert len(digests) == 1, digests
+
+
+OVERRIDES = "d_model=32,d_ff=64,num_heads=4,batch_size=256,warmup_steps=10,learning_rate=0.5"
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory, short_reverse_data):
+    """A model_dir trained for 4 updates with checkpoints at steps 2 and 4; tests copy it."""
+    from t2t_lite.runner import Runner
+
+    model_dir = str(tmp_path_factory.mktemp("tiny") / "model")
+    runner = Runner.create_or_resume(model_dir, "test_short_reverse", "transformer_tiny",
+                                     OVERRIDES, short_reverse_data)
+    runner.train(4, seed=3, eval_every=0, save_every=2, eval_steps=1, decode_examples=0)
+    return model_dir
+
+
+@pytest.fixture
+def model_copy(tiny_model, tmp_path):
+    path = str(tmp_path / "model")
+    shutil.copytree(tiny_model, path)
+    return path
+
+
+def train_flags(model_dir, data_dir, steps, *flags):
+    return [f"--model_dir={model_dir}", f"--data_dir={data_dir}", f"--train_steps={steps}",
+            "--save_every=2", "--eval_every=0", "--eval_steps=1", "--eval_decode_examples=0",
+            "--random_seed=3", *flags]
+
+
+def weights(path):
+    reader = tf.train.load_checkpoint(path)
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+            if name.startswith("model/")}
+
+
+def test_a_damaged_checkpoint_is_named_and_the_trainer_resumes_before_it(
+        model_copy, short_reverse_data, capsys):
+    """A truncated .data file (a bad copy): the decoder names it and the newest intact one; the
+    trainer warns and resumes from that one, to the same weights the damaged one held."""
+    from t2t_lite.cli import decoder, trainer
+
+    original = weights(f"{model_copy}/ckpt-4")
+    (data,) = glob.glob(f"{model_copy}/ckpt-4.data-*")
+    with open(data, "r+b") as f:
+        f.truncate(os.path.getsize(data) // 2)
+    source = os.path.join(model_copy, "source.txt")
+    write_text_atomically(source, "1 2 3\n")
+
+    code, out, err = run_cli(decoder.main, [f"--model_dir={model_copy}",
+                                            f"--decode_from_file={source}"], capsys)
+    assert code == 2 and out == "", err
+    assert (f"error: checkpoint {model_copy}/ckpt-4 is damaged (Read less bytes than "
+            f"requested; a bad copy or sync?): pass --checkpoint_path={model_copy}/ckpt-2, "
+            "the newest intact one\n") in err
+
+    code, out, err = run_cli(trainer.main, train_flags(model_copy, short_reverse_data, 4), capsys)
+    assert code == 0, err
+    assert f"checkpoint {model_copy}/ckpt-4 is damaged" in err
+    assert "resuming from the newest intact one before it\n" in err and "(step 2)" in err
+    resumed = weights(f"{model_copy}/ckpt-4")
+    assert resumed.keys() == original.keys()
+    for name in original:
+        np.testing.assert_allclose(resumed[name], original[name], rtol=1e-5, atol=1e-6)
+
+
+def test_a_full_disk_while_saving_is_one_line_and_leaves_no_partial_checkpoint(
+        model_copy, short_reverse_data, capsys, monkeypatch):
+    """Writes beyond a file-size limit fail (EFBIG) midway through the real save of ckpt-6, as
+    on a full disk; a stale ckpt-N_temp of an earlier failure is removed on the next start."""
+    import resource
+    import signal
+
+    from t2t_lite.cli import trainer
+
+    checkpoint_bytes = sum(os.path.getsize(path) for path in glob.glob(f"{model_copy}/ckpt-4.*"))
+    monkeypatch.setattr(signal, "SIGXFSZ", signal.SIGXFSZ)  # restored handler below
+    previous_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (checkpoint_bytes // 2, limits[1]))
+    try:
+        code, _, err = run_cli(trainer.main, train_flags(model_copy, short_reverse_data, 6),
+                               capsys)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+        signal.signal(signal.SIGXFSZ, previous_handler)
+    assert code == 2, err
+    (error,) = error_lines(err)
+    size = float(re.search(r"it needs ([\d.]+) MiB free there", error).group(1))
+    assert f"cannot save the checkpoint of step 6 in {model_copy} (" in error
+    assert size == round(checkpoint_bytes / 2**20, 1)  # as big as the last one
+    assert not glob.glob(f"{model_copy}/*_temp") and tf.train.latest_checkpoint(model_copy) == (
+        f"{model_copy}/ckpt-4")
+
+    os.makedirs(f"{model_copy}/ckpt-9_temp")  # as if the process had been killed mid-save
+    open(f"{model_copy}/ckpt-9_temp/part-00000-of-00001.data-00000-of-00001", "wb").close()
+    code, _, err = run_cli(trainer.main, train_flags(model_copy, short_reverse_data, 6), capsys)
+    assert code == 0, err
+    assert not glob.glob(f"{model_copy}/*_temp") and tf.train.latest_checkpoint(model_copy) == (
+        f"{model_copy}/ckpt-6")
+
+
+def test_training_only_hparams_may_change_on_resume(model_copy, short_reverse_data, capsys):
+    """A diverged run can take the advice to lower the learning rate: the change is logged,
+    recorded in hparams.json with its step and applied; shape-changing hparams are refused."""
+    from t2t_lite.cli import trainer
+    from t2t_lite.runner import Runner
+    from t2t_lite.training import TransformerSchedule
+
+    code, out, err = run_cli(trainer.main, train_flags(
+        model_copy, short_reverse_data, 2, "--hparams=learning_rate=0.25,dropout=0.0"), capsys)
+    assert code == 0, err
+    assert "from step 4 on, dropout 0.1 -> 0.0, learning_rate 0.5 -> 0.25" in err
+    assert "final evaluation at step 4:" in out  # the step reached, not --train_steps=2
+    with open(f"{model_copy}/hparams.json", encoding="utf-8") as f:
+        saved = json.load(f)
+    assert (saved["learning_rate"], saved["dropout"]) == (0.25, 0.0)
+    assert saved["changed_on_resume"] == [
+        {"step": 4, "dropout": [0.1, 0.0], "learning_rate": [0.5, 0.25]}]
+    runner = Runner.from_model_dir(model_copy)
+    trainer_ = runner.trainer()
+    assert trainer_.learning_rate() == pytest.approx(float(TransformerSchedule(32, 10, 0.25)(4)))
+
+    code, _, err = run_cli(trainer.main, train_flags(
+        model_copy, short_reverse_data, 2, "--hparams=learning_rate=0.25,d_ff=128"), capsys)
+    assert code == 2 and "trained with other values of d_ff" in err and "learning_rate" in err
+
+
+@pytest.mark.parametrize("flag", ["model_dir", "data_dir"])
+def test_a_file_where_a_directory_is_expected_is_one_line(flag, tmp_path, capsys):
+    from t2t_lite.cli import trainer
+
+    (tmp_path / "file").write_text("")
+    dirs = {"model_dir": str(tmp_path / "model"), "data_dir": str(tmp_path / "data"),
+            flag: str(tmp_path / "file")}
+    code, _, err = run_cli(trainer.main, [
+        "--problem=test_short_reverse", "--hparams_set=transformer_tiny",
+        *(f"--{name}={path}" for name, path in dirs.items())], capsys)
+    assert code == 2
+    assert f"error: --{flag} {tmp_path / 'file'} is a file, not a directory: pass a directory\n" \
+        == err[err.index("error:"):]
+
+
+@pytest.mark.parametrize("path, message", [
+    ("FILE/new", "--FLAG FILE/new cannot be created (Not a directory)"),
+    ("FILE", "--FLAG FILE is a file, not a directory"),
+    ("/proc/t2t_lite", "--FLAG /proc/t2t_lite cannot be created (No such file or directory)"),
+])
+def test_output_paths_are_checked_before_any_work(path, message, tiny_model, tmp_path, capsys):
+    """t2t-lite-avg-checkpoints checks --output_dir before averaging, not after."""
+    from t2t_lite.cli import avg_checkpoints, exporter
+
+    (tmp_path / "FILE").write_text("")
+    path = path.replace("FILE", str(tmp_path / "FILE"))
+    message = message.replace("FILE", str(tmp_path / "FILE"))
+    for main, flag in ((avg_checkpoints.main, "output_dir"), (exporter.main, "export_dir")):
+        code, _, err = run_cli(main, [f"--model_dir={tiny_model}", f"--{flag}={path}", "--n=2"]
+                               [: 3 if flag == "output_dir" else 2], capsys)
+        assert code == 2 and message.replace("FLAG", flag) in err and "averaged" not in err, err
+
+
+def test_a_usr_dir_with_a_syntax_error_names_its_file_and_line(tmp_path, capsys):
+    from t2t_lite.cli import trainer
+
+    (tmp_path / "broken.py").write_text("import os\n\ndef f(:\n    pass\n")
+    code, _, err = run_cli(trainer.main, [f"--usr_dir={tmp_path / 'broken.py'}",
+                                          "--registry_help"], capsys)
+    assert code == 2
+    assert err == (f"t2t-lite: error: --usr_dir {tmp_path / 'broken.py'} line 3: invalid "
+                   "syntax: fix the syntax error there\n")
+
+
+def test_a_too_small_vocabulary_size_names_the_smallest_that_works(tmp_path):
+    from t2t_lite.errors import UserError
+    from t2t_lite.text import SentencePieceVocabulary
+
+    lines = ["über Straße Öl café naïve 東京 the house is small grün schnell"] * 50
+    with pytest.raises(UserError, match="choose a vocabulary size of at least") as error:
+        SentencePieceVocabulary.train(str(tmp_path / "v"), lines, 200)
+    smallest = int(str(error.value).rsplit(" ", 1)[1])
+    assert SentencePieceVocabulary.train(str(tmp_path / "v"), lines, smallest).size == smallest
+    with pytest.raises(UserError, match=f"at least {smallest}"):
+        SentencePieceVocabulary.train(str(tmp_path / "v"), lines, smallest - 1)
