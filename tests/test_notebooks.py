@@ -9,6 +9,7 @@ entry in RUNS, and starts with the install cell the others have.
 
 import ast
 import dataclasses
+import itertools
 import json
 import os
 import random
@@ -127,6 +128,29 @@ def check_attention(working_dir):
             np.testing.assert_allclose(np.sum(pair[kind], axis=-1), 1.0, atol=1e-3)
 
 
+def check_parsing(working_dir):
+    """Every output line is a tree over exactly its sentence's words, the EVALB line the decoder
+    printed is evalb.evaluate of the written trees, and dev F1 was computed at each evaluation."""
+    from t2t_lite import evalb
+    from t2t_lite.problems.trees import clean, read_trees
+    from t2t_lite.summaries import read_scalars
+
+    sentences = (working_dir / "test.txt").read_text(encoding="utf-8").splitlines()
+    trees = (working_dir / "test.trees").read_text(encoding="utf-8").splitlines()
+    assert len(sentences) == len(trees) == 12
+    for sentence, tree in zip(sentences, trees):
+        depths = list(itertools.accumulate({"(": 1, ")": -1}.get(c, 0) for c in tree))
+        assert tree.startswith("(TOP ") and depths[-1] == 0 and min(depths[:-1]) > 0, tree
+        assert re.findall(r"\(\S+ ([^()\s]+)\)", tree) == sentence.split(), tree
+    gold = [str(clean(tree)) for tree in read_trees(str(working_dir / "treebank" / "test.mrg"))]
+    printed = (working_dir / "test.evalb").read_text().splitlines()[-1]  # after the log lines
+    assert printed == str(evalb.evaluate(gold, trees))
+    dev = read_scalars(str(working_dir / "parser_model"), "eval")
+    assert dev["f1"][0] == [150, 300]
+    best = json.loads((working_dir / "parser_model" / "best" / "info.json").read_text())
+    assert best["metric"] == "f1" and best["value"] == pytest.approx(max(dev["f1"][1]))
+
+
 @dataclasses.dataclass
 class NotebookRun:
     overrides: dict  # parameter name -> value, for a run of about a minute
@@ -149,6 +173,13 @@ RUNS = {
         EVAL_EXAMPLES=0),
         check=check_attention,
         prepare=lambda working_dir: write_toy_corpus(working_dir / "corpus")),
+
+
+    "parsing.ipynb": NotebookRun(dict(
+        SYNTHETIC_TREES={"train": 200, "dev": 12, "test": 12}, VOCAB_SIZE=300,
+        HPARAMS=TINY_MODEL.replace("extra_length=5", "extra_length=60,warmup_steps=30"),
+        TRAIN_STEPS=300, EVAL_EVERY=150, EVAL_EXAMPLES=12, BEAM_SIZE=2),
+        check=check_parsing),
 }
 
 
