@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import sentencepiece
 
+from cli_output import error_lines
 from t2t_lite import cli, ctranslate2_export
 from t2t_lite.cli import decoder, exporter
 from t2t_lite.config import HParams
@@ -270,4 +271,4 @@ def test_without_ctranslate2_the_flag_names_the_extra(trained_reverse, monkeypat
     code, _, err = run_decoder([f"--model_dir={trained_reverse.model_dir}",
                                 "--engine=ctranslate2"], capsys)
     assert code == 2 and "pip install 't2t_lite[ctranslate2]'" in err
-    assert len(err.strip().splitlines()) == 1
+    assert len(error_lines(err)) == 1

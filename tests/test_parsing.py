@@ -23,6 +23,7 @@ from t2t_lite.problems.trees import clean, delinearize, linearize, read_trees
 from t2t_lite.runner import Runner
 from t2t_lite.text import EOS_ID
 from t2t_lite.training import create_model
+from cli_output import error_lines
 from test_decoding import padded, random_model
 from test_translate_files import run
 
@@ -159,14 +160,16 @@ def parser(tmp_path_factory):
         "--problem=synthetic_parse", f"--data_dir={data_dir}",
         "--hparams_set=transformer_parsing_small",
         "--hparams=num_encoder_layers=2,num_decoder_layers=2,d_model=128,d_ff=512,dropout=0.0,"
-        "learning_rate=0.3,warmup_steps=200", f"--model_dir={model_dir}", "--train_steps=1000",
+        "learning_rate=0.3,warmup_steps=200", f"--model_dir={model_dir}", "--train_steps=2000",
         "--eval_every=0", "--eval_decode_examples=100", "--keep_best_by=f1"])
     return types.SimpleNamespace(root=root, model_dir=model_dir, metrics=metrics,
                                  runner=Runner.from_model_dir(model_dir))
 
 
 def test_a_small_model_learns_the_synthetic_treebank(parser):
-    assert parser.metrics["f1"] > 85 and parser.metrics["repaired"] == 0
+    # F1 counts only the sentences EVALB does not leave out as errors: few may be left out.
+    assert parser.metrics["f1"] > 90 and parser.metrics["evalb_errors"] < 0.2
+    assert parser.metrics["repaired"] == 0
     assert parser.runner.problem.metric_names == tuple(
         name for name in parser.metrics if name in parser.runner.problem.metric_names)
     with open(f"{parser.model_dir}/best/info.json") as f:
@@ -212,7 +215,8 @@ def test_the_decoder_writes_trees_of_the_input_words_and_prints_evalb(parser, tm
         assert re.findall(r"\(\S+ ([^()\s]+)\)", tree) == sentence.split()
     gold = [str(clean(tree)) for tree in read_trees(str(parser.root / "test.mrg"))]
     summary = evalb.evaluate(gold, trees)
-    assert printed == str(summary) and summary.f1 > 70  # 30 trees; dev F1 is asserted above
+    assert printed == str(summary)
+    assert summary.f1 > 85 and summary.errors <= 6  # of 30 trees; dev F1 is asserted above
     assert "0 of 30 trees needed repair" in caplog.messages
 
 
@@ -263,4 +267,4 @@ def test_bad_treebanks_and_references_are_one_line_errors(parser, tmp_path, caps
         if main is datagen.main:
             argv = argv + [f"--data_dir={tmp_path / 'data'}"]
         code, err = run(main, argv, capsys)
-        assert code == 2 and len(err.strip().splitlines()) == 1 and re.search(message, err), err
+        assert code == 2 and len(error_lines(err)) == 1 and re.search(message, err), err
