@@ -207,8 +207,8 @@ def test_the_decoder_engine_writes_the_same_lines_and_reuses_its_conversion(
     outputs = []
     for engine in ("tensorflow", "ctranslate2", "ctranslate2"):
         output = tmp_path / f"{len(outputs)}.txt"
-        code, log, _ = run_decoder(flags + [f"--engine={engine}", f"--decode_to_file={output}"],
-                                   capsys)
+        code, _, log = run_decoder(flags + [f"--engine={engine}", f"--decode_to_file={output}"],
+                                   capsys)  # logs go to stderr
         assert code == 0
         outputs.append(output.read_text(encoding="utf-8"))
     assert outputs[1] == outputs[2] == outputs[0]

@@ -78,15 +78,19 @@ def test_wmt_datagen_writes_the_tfds_splits_through_a_shared_vocabulary(
     assert (vocabulary.size, vocabulary.model_type) == (300, "bpe")
 
 
+def data_file_stamps(data_dir):
+    """{name: mtime} of data_dir's files but the lock datagen holds while it writes."""
+    return {name: os.stat(os.path.join(data_dir, name)).st_mtime_ns
+            for name in os.listdir(data_dir) if not name.endswith(".datagen.lock")}
+
+
 def test_the_vocabulary_is_reused_and_a_different_request_is_refused(tmp_path):
     data_dir, raw_dir = str(tmp_path / "data"), str(tmp_path / "raw")
     with tfds.testing.mock_data(as_dataset_fn=mock_as_dataset):
         small("translate_ende_wmt32k").generate_data(data_dir, raw_dir)
-        files = sorted(os.listdir(data_dir))
-        stamps = {f: os.stat(os.path.join(data_dir, f)).st_mtime_ns for f in files}
+        stamps = data_file_stamps(data_dir)
         small("translate_ende_wmt32k").generate_data(data_dir, raw_dir)
-        assert {f: os.stat(os.path.join(data_dir, f)).st_mtime_ns
-                for f in sorted(os.listdir(data_dir))} == stamps
+        assert data_file_stamps(data_dir) == stamps
         for changes, message in [({"vocab_size": 320}, "300-piece bpe vocabulary, not the 320"),
                                  ({"vocab_type": "unigram"}, "not the 300-piece unigram")]:
             with pytest.raises(UserError, match=message):
@@ -116,7 +120,7 @@ def test_downloads_go_to_raw_dir_and_archives_there_are_used_without_network(tmp
     (prepared, downloads, manual), = calls
     assert prepared.startswith(os.path.join(raw_dir, "wmt14_translate", "fr-en"))
     assert (str(downloads), str(manual)) == (os.path.join(raw_dir, "downloads"), raw_dir)
-    assert os.listdir(tmp_path / "data") == []
+    assert data_file_stamps(tmp_path / "data") == {}
 
 
 def test_translation_decodes_are_scored_with_sacrebleu():
