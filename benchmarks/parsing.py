@@ -65,11 +65,12 @@ def main():
         rows.append((beam_size, summary, len(sentences) / seconds))
     print(f"\ntraining: {args.train_steps} steps in {training_seconds / 60:.1f} min "
           f"({args.trees} trees)\n")
-    print("| beam | test F1 | recall | precision | sentences/s |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
+    print("| beam | test F1 | recall | precision | sentences left out by EVALB | sentences/s |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     for beam_size, summary, speed in rows:
         print(f"| {beam_size} | {summary.f1:.2f} | {summary.recall:.2f} | "
-              f"{summary.precision:.2f} | {speed:.1f} |")
+              f"{summary.precision:.2f} | {summary.errors} of {summary.sentences} | "
+              f"{speed:.1f} |")
 
 
 if __name__ == "__main__":
