@@ -206,7 +206,7 @@ def engine_bleu(model_dir, source, reference, threads):
                      "TF_NUM_INTRAOP_THREADS": str(threads),
                      "TF_NUM_INTEROP_THREADS": str(threads)})
         bleu = re.search(r"^BLEU = ([\d.]+)", result.stdout, re.MULTILINE).group(1)
-        speed = re.search(r"\(([\d.]+) sentences/s\)", result.stdout).group(1)
+        speed = re.search(r"\(([\d.]+) sentences/s\)", result.stderr).group(1)  # a log line
         print(f"| {' '.join(engine) or '--engine=tensorflow'} | {bleu} | {speed} |", flush=True)
 
 
