@@ -159,8 +159,7 @@ def parser(tmp_path_factory):
     metrics = trainer.main([
         "--problem=synthetic_parse", f"--data_dir={data_dir}",
         "--hparams_set=transformer_parsing_small",
-        "--hparams=num_encoder_layers=2,num_decoder_layers=2,d_model=128,d_ff=512,dropout=0.0,"
-        "learning_rate=0.3,warmup_steps=200", f"--model_dir={model_dir}", "--train_steps=2000",
+        "--hparams=dropout=0.0", f"--model_dir={model_dir}", "--train_steps=2000",
         "--eval_every=0", "--eval_decode_examples=100", "--keep_best_by=f1"])
     return types.SimpleNamespace(root=root, model_dir=model_dir, metrics=metrics,
                                  runner=Runner.from_model_dir(model_dir))
