@@ -12,6 +12,7 @@ import os
 import shutil
 import tempfile
 
+import keras
 import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
@@ -96,6 +97,7 @@ def restore_existing(checkpoint, path):
     else the file holds (a trainer's data positions and dropout seeds) is not needed here. A
     damaged checkpoint is a DamagedCheckpoint naming the newest intact one."""
     try:
+        checkpoint = _with_optimizer_as_saved(checkpoint, path)
         if _names_norms_by_index(path):
             checkpoint = _with_legacy_norm_names(checkpoint)
         checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
@@ -136,6 +138,23 @@ def remove_partial_saves(directory):
         if os.path.isdir(path):
             logger.info("removing %s, left by a checkpoint save that failed", path)
             shutil.rmtree(path, ignore_errors=True)
+
+
+def _with_optimizer_as_saved(checkpoint, path):
+    """A view of `checkpoint` with its optimizer nested as in `path`, so that a run may change
+    precision on resume: mixed_float16's LossScaleOptimizer wraps the Adam that the other
+    precisions save alone. Adam's state carries over; the loss scale starts afresh."""
+    optimizer = getattr(checkpoint, "optimizer", None)
+    if optimizer is None:
+        return checkpoint
+    saved_wrapped = any(name.startswith("optimizer/inner_optimizer/")
+                        for name, _ in tf.train.list_variables(path))
+    wrapped = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+    if saved_wrapped == wrapped:
+        return checkpoint
+    as_saved = (optimizer.inner_optimizer if wrapped
+                else tf.train.Checkpoint(inner_optimizer=optimizer))
+    return tf.train.Checkpoint(model=checkpoint.model, optimizer=as_saved)
 
 
 def _names_norms_by_index(path):

@@ -15,10 +15,10 @@ class HParamsError(UserError, ValueError):
 
 
 # Hparams that change how a model trains but none of its variables, so that a resumed run may
-# change them (e.g. a lower learning_rate after the loss diverged). Not precision: a float16
-# run's optimizer (loss-scaled) keeps other variables, so its checkpoints do not restore across.
+# change them (e.g. a lower learning_rate after the loss diverged, or float16 to go faster).
 TRAINING_ONLY = ("dropout", "attention_dropout", "relu_dropout", "batch_size", "label_smoothing",
-                 "learning_rate", "warmup_steps", "clip_grad_norm", "accumulate_steps")
+                 "learning_rate", "warmup_steps", "clip_grad_norm", "accumulate_steps",
+                 "precision")
 
 
 def _choice(default, *choices):

@@ -196,6 +196,50 @@ def test_training_only_hparams_may_change_on_resume(model_copy, short_reverse_da
     assert code == 2 and "trained with other values of d_ff" in err and "learning_rate" in err
 
 
+def test_precision_may_change_on_resume_keeping_the_optimizer_state(
+        model_copy, short_reverse_data, capsys):
+    """float32 -> mixed_float16 -> float32: the loss-scaled optimizer wraps Adam, so the
+    checkpoints nest Adam differently; the weights, Adam's moments and the step carry over both
+    ways (a fresh loss scale), and training goes on."""
+    import keras
+
+    from t2t_lite.cli import trainer
+    from t2t_lite.runner import Runner
+
+    def adam(trainer_):
+        optimizer = trainer_.optimizer
+        if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+            optimizer = optimizer.inner_optimizer
+        return [v.numpy() for v in optimizer.variables]  # iterations, then Adam's moments
+
+    def assert_same_state(expected, actual):
+        assert actual.step == expected.step
+        for want, got in zip(expected.model.get_weights(), actual.model.get_weights()):
+            np.testing.assert_array_equal(want, got)
+        want, got = adam(expected), adam(actual)
+        assert len(want) == len(got) and np.any(want[-1])
+        for want_variable, got_variable in zip(want, got):
+            np.testing.assert_array_equal(want_variable, got_variable)
+
+    steps = 4
+    for precision in ("mixed_float16", "float32"):
+        before = Runner.from_model_dir(model_copy).trainer()
+        resumed = Runner.create_or_resume(model_copy, overrides=f"precision={precision}")
+        after = resumed.trainer()
+        assert after.model.compute_dtype == precision.replace("mixed_", "")
+        assert_same_state(before, after)
+        code, _, err = run_cli(trainer.main, train_flags(model_copy, short_reverse_data,
+                                                         steps + 2), capsys)
+        assert code == 0, err
+        assert Runner.from_model_dir(model_copy).trainer().step == steps + 2
+        steps += 2
+    with open(f"{model_copy}/hparams.json", encoding="utf-8") as f:
+        saved = json.load(f)
+    assert saved["precision"] == "float32" and saved["changed_on_resume"] == [
+        {"step": 4, "precision": ["float32", "mixed_float16"]},
+        {"step": 6, "precision": ["mixed_float16", "float32"]}]
+
+
 @pytest.mark.parametrize("flag", ["model_dir", "data_dir"])
 def test_a_file_where_a_directory_is_expected_is_one_line(flag, tmp_path, capsys):
     from t2t_lite.cli import trainer
