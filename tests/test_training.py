@@ -1,4 +1,3 @@
-import json
 
 import keras
 import numpy as np
@@ -145,7 +144,8 @@ def test_nan_loss_stops_training_without_saving(tmp_path):
 
 
 def test_the_demo_task_is_learned(trained_reverse):
-    """Reversal of held-out sequences, decoded greedily, after 800 steps of the trainer CLI."""
+    """Reversal of held-out sequences, decoded greedily, by the best of four evaluations in
+    800 steps of the trainer CLI (an untrained model gets none right)."""
     assert trained_reverse.metrics["sequence_accuracy"] >= 0.95
     assert trained_reverse.metrics["accuracy"] >= 0.98
 
@@ -183,8 +183,5 @@ def test_mixed_precision_learns_the_demo_task_as_float32_does(precision, train_s
     """Reaches float32's threshold within the same 800 steps. Half precision's noisier updates
     make the dev accuracy dip now and then (seen in float16: 0.77, 0.68, 0.99, 1.0 at steps 200
     to 800; one CI run ended at 0.84), so the best evaluation counts, as --keep_best_by keeps it."""
-    train_short_reverse(str(tmp_path), f",precision={precision}",
-                        ["--eval_every=200", "--keep_best_by=sequence_accuracy"])
-    with open(tmp_path / "best" / "info.json", encoding="utf-8") as f:
-        best = json.load(f)
-    assert best["metric"] == "sequence_accuracy" and best["value"] >= 0.95
+    trained = train_short_reverse(str(tmp_path), f",precision={precision}")
+    assert trained.metrics["sequence_accuracy"] >= 0.95
