@@ -22,7 +22,7 @@ from t2t_lite.registry import register_problem
 from t2t_lite.text import SentencePieceVocabulary
 
 from t2t_lite.problems.translate import sentencepiece_path
-from t2t_lite.problems.translate_files import check_new_name, record_spec
+from t2t_lite.problems.own_files import OwnFilesProblem, check_new_name
 from t2t_lite.problems.tree_vocabulary import (ParsingVocabulary, TreeConstraint,
                                                symbols_path)
 from t2t_lite.problems.trees import clean, delinearize, linearize, read_trees, treebank_files
@@ -166,24 +166,12 @@ def _wsj_root(raw_dir):
 
 
 @register_problem
-class ParsingFiles(ParsingProblem):
+class ParsingFiles(OwnFilesProblem, ParsingProblem):
     """A treebank of the user's own bracket files, per split (see the module)."""
 
-    def __init__(self, name=None, spec=None):
-        super().__init__()
-        if spec is None:
-            raise UserError(
-                "parsing_files is made from your own treebank: run `t2t-lite-datagen "
-                "--problem=NAME --task=parsing --train=T --dev=V --data_dir=D`, then use "
-                "--problem=NAME --data_dir=D")
-        self.name = name
-        self.spec = spec
-        self.vocab_size = spec["vocab_size"]
-        self.num_shards = {split: type(self).num_shards[split] for split in spec["files"]}
-
-    @classmethod
-    def from_spec(cls, name, spec):
-        return cls(name, spec)
+    how_to_make = ("parsing_files is made from your own treebank: run `t2t-lite-datagen "
+                   "--problem=NAME --task=parsing --train=T --dev=V --data_dir=D`, then use "
+                   "--problem=NAME --data_dir=D")
 
     @classmethod
     def create(cls, name, data_dir, *, train=None, dev=None, test=None, vocab_size=None):
@@ -198,8 +186,7 @@ class ParsingFiles(ParsingProblem):
                  if pattern}
         spec = {"problem_class": "parsing_files", "files": files,
                 "vocab_size": vocab_size or cls.vocab_size}
-        record_spec(name, data_dir, spec)
-        return cls(name, spec)
+        return cls.record(name, data_dir, spec)
 
     def tree_files(self, split, raw_dir):
         return self.spec["files"][split]

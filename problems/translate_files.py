@@ -1,21 +1,15 @@
-"""Translation from the user's own parallel text, made into a problem with no Python code.
-
-`t2t-lite-datagen --problem=NAME --files_dir=DIR ...` (or --train/--dev/--test) records what NAME
-is made of in DATA_DIR/NAME.problem.json; every later command that is given that data_dir finds
-NAME through it (t2t_lite.registry.problem), and a datagen run that would change it is refused
-once data was made from it.
+"""Translation from the user's own parallel text, made into a problem with no Python code by
+`t2t-lite-datagen --problem=NAME --files_dir=DIR ...` (or --train/--dev/--test): see
+problems.own_files.
 """
 
 import glob
-import json
 import os
-import re
 
-from t2t_lite import registry
 from t2t_lite.corpus import read_parallel, read_tsv
 from t2t_lite.errors import UserError
-from t2t_lite.files import write_text_atomically
 from t2t_lite.registry import register_problem
+from t2t_lite.problems.own_files import OwnFilesProblem, check_new_name
 from t2t_lite.problems.translate import TranslationProblem
 
 # File stems recognized in --files_dir, by split.
@@ -24,30 +18,21 @@ SPLIT_STEMS = {"train": ("train",), "dev": ("dev", "valid", "val", "validation")
 
 
 @register_problem
-class TranslateFiles(TranslationProblem):
+class TranslateFiles(OwnFilesProblem, TranslationProblem):
     """Pairs read from line-aligned files (train.en + train.de) or TSV (train.tsv), per split.
 
     The spec gives, per split, either [source_path, target_path] or [tsv_path].
     """
 
     num_shards = {"train": 10, "dev": 1, "test": 1}
+    how_to_make = ("translate_files is made from your own files: run `t2t-lite-datagen "
+                   "--problem=NAME --files_dir=DIR --source_lang=en --target_lang=de "
+                   "--data_dir=D`, then use --problem=NAME --data_dir=D")
 
     def __init__(self, name=None, spec=None):
-        if spec is None:
-            raise UserError(
-                "translate_files is made from your own files: run `t2t-lite-datagen "
-                "--problem=NAME --files_dir=DIR --source_lang=en --target_lang=de "
-                "--data_dir=D`, then use --problem=NAME --data_dir=D")
-        self.name = name
-        self.spec = spec
-        self.vocab_size = spec["vocab_size"]
+        super().__init__(name, spec)
         self.vocab_type = spec["vocab_type"]
         self.target_language = spec["target_lang"]
-        self.num_shards = {split: type(self).num_shards[split] for split in spec["files"]}
-
-    @classmethod
-    def from_spec(cls, name, spec):
-        return cls(name, spec)
 
     @classmethod
     def create(cls, name, data_dir, *, files_dir=None, train=None, dev=None, test=None,
@@ -70,8 +55,7 @@ class TranslateFiles(TranslationProblem):
         spec = {"problem_class": "translate_files", "source_lang": source_lang,
                 "target_lang": target_lang, "files": files, "vocab_size": vocab_size,
                 "vocab_type": vocab_type}
-        record_spec(name, data_dir, spec)
-        return cls(name, spec)
+        return cls.record(name, data_dir, spec)
 
     def text_pairs(self, split, raw_dir):
         paths = self.spec["files"][split]
@@ -116,25 +100,3 @@ def _expected(split, languages):
     suffixes = f".{{{languages[0]},{languages[1]}}}" if languages else ".tsv"
     return " or ".join(stem + suffixes for stem in stems)
 
-
-def check_new_name(name):
-    """A user's corpus needs a name of its own, usable in file names."""
-    if not re.fullmatch(r"[A-Za-z0-9_]+", name):
-        raise UserError(f"--problem={name}: name your corpus with letters, digits and _")
-    if name in registry.problems.names():
-        raise UserError(f"--problem={name} is a built-in problem: give your corpus a new name")
-
-
-def record_spec(name, data_dir, spec):
-    """Writes the spec, unless data_dir already has data made from a different one."""
-    path = registry.problem_spec_path(data_dir, name)
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            saved = json.load(f)
-        made = glob.glob(os.path.join(glob.escape(data_dir), f"{name}[-.]*"))
-        if saved != spec and set(made) - {path}:
-            changed = ", ".join(sorted(k for k in spec if saved.get(k) != spec[k]))
-            raise UserError(f"{data_dir} has data of {name} made with other {changed} (see "
-                            f"{path}): use a new --problem name, or delete {data_dir}/{name}* "
-                            "to remake it")
-    write_text_atomically(path, json.dumps(spec, indent=2) + "\n")
