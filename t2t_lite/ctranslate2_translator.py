@@ -4,14 +4,14 @@ Search follows t2t_lite's where CTranslate2 allows it: each input is truncated t
 tokens with its EOS, its output to input length + extra_length tokens (inputs are batched by
 equal length, since CTranslate2's limit is per batch), PAD is never generated, empty inputs give
 empty outputs with score 0. Greedy search gives the same tokens and scores as t2t_lite's.
-What differs:
-
-- Length penalty: CTranslate2 ranks beam hypotheses by log-probability / length ** alpha',
-  t2t_lite by GNMT's ((5 + length) / 6) ** alpha. alpha' = alpha * L / (5 + L), with L the
-  input length (EOS included), makes the two rank alike the outputs of about L tokens.
-- CTranslate2's beam search stops when beam_size hypotheses have ended, t2t_lite's only when no
-  alive hypothesis can still win; so beam outputs may (rarely) differ.
-Scores are reported as t2t_lite's: the log-probability divided by GNMT's penalty.
+Beam search: CTranslate2's length penalty (log-probability / length ** alpha) is not GNMT's
+((5 + length) / 6) ** alpha. So CTranslate2 searches without one and returns its beam_size
+finished hypotheses with their log-probabilities, and the engine picks the one GNMT's penalty
+ranks first, as t2t_lite's search does (the same beam-4 translation for all 500 sentences of a
+trained toy model; CTranslate2's own penalty at the best-matching exponent, 80%). CTranslate2
+still stops once beam_size hypotheses have ended, t2t_lite's search only when no alive one can
+win, so outputs could still differ in rare cases. Scores are t2t_lite's: the log-probability
+divided by GNMT's penalty.
 """
 
 import itertools
@@ -70,29 +70,29 @@ class CTranslate2Translator:
         untrained model) are searched again without it; only their scores exclude PAD's share.
         """
         beam_size, alpha = self.hparams.beam_size, self.hparams.alpha
-        length_penalty = alpha * input_length / (5 + input_length) if beam_size > 1 else 0.0
         pad = self._tokens[PAD_ID]
 
         def search(batch, suppress=None):
             return self._translator.translate_batch(
                 [[self._tokens[i] for i in row] for row in batch], beam_size=beam_size,
-                length_penalty=length_penalty,
+                num_hypotheses=beam_size, length_penalty=0.0,
                 max_decoding_length=input_length + self.hparams.extra_length,
                 min_decoding_length=0, max_input_length=0, return_scores=True,
                 return_end_token=True, suppress_sequences=suppress)
 
-        results = search(rows)
-        with_pad = [i for i, result in enumerate(results) if pad in result.hypotheses[0]]
+        def best(result):
+            """(score, ids) of the hypothesis that GNMT's length penalty ranks first."""
+            return max(((log_prob / ((5 + len(tokens)) / 6) ** alpha,
+                         [self._ids[token] for token in tokens])
+                        for tokens, log_prob in zip(result.hypotheses, result.scores)),
+                       key=lambda scored: scored[0])
+
+        results = [best(result) for result in search(rows)]
+        with_pad = [i for i, (_, ids) in enumerate(results) if PAD_ID in ids]
         if with_pad:
             for i, result in zip(with_pad, search([rows[i] for i in with_pad], [[pad]])):
-                results[i] = result
-        translations = []
-        for result in results:
-            ids = [self._ids[token] for token in result.hypotheses[0]]
-            log_prob = result.scores[0] * len(ids) ** length_penalty
-            translations.append(Translation(self.vocabulary.decode(ids),
-                                            log_prob / ((5 + len(ids)) / 6) ** alpha))
-        return translations
+                results[i] = best(result)
+        return [Translation(self.vocabulary.decode(ids), score) for score, ids in results]
 
 
 def ctranslate2_translator(runner, checkpoint_path, hparams, batch_size, quantization):

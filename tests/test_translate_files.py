@@ -8,10 +8,11 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from cli_output import error_lines
-from t2t_lite import cli, registry
+from t2t_lite import cli, ctranslate2_export, registry
 from t2t_lite.cli import datagen, trainer
 from t2t_lite.data import read_examples
 from t2t_lite.errors import UserError
@@ -112,15 +113,23 @@ def test_tsv_files_named_explicitly_make_the_same_examples(tmp_path, data_dir):
         assert decoded(tsv, split, tsv_dir) == decoded(files, split, data_dir)
 
 
-def test_the_trainer_learns_the_users_problem_from_its_data_dir(corpus, data_dir, tmp_path,
-                                                                capsys):
-    model_dir = str(tmp_path / "model")
+@pytest.fixture(scope="module")
+def trained(data_dir, tmp_path_factory):
+    """(model_dir, final metrics) of a small SentencePiece model trained 250 steps on my_ende:
+    it has learned much but is still unsure of many words and lengths."""
+    model_dir = str(tmp_path_factory.mktemp("my_ende") / "model")
     metrics = trainer.main([
         "--problem=my_ende", f"--data_dir={data_dir}", "--hparams_set=transformer_tiny",
         "--hparams=d_model=64,d_ff=256,dropout=0.0,learning_rate=0.5,warmup_steps=100,"
         "batch_size=1024",
         f"--model_dir={model_dir}", "--train_steps=250", "--eval_every=0",
         "--eval_decode_examples=100", "--keep_best_by=bleu"])
+    return model_dir, metrics
+
+
+def test_the_trainer_learns_the_users_problem_from_its_data_dir(corpus, trained, tmp_path,
+                                                                capsys):
+    model_dir, metrics = trained
     # Words are single pieces drawn at random: without reading the source, a model could
     # predict little beyond where the sentence ends (EOS is 1 token in 7).
     assert metrics["accuracy"] > 0.75
@@ -137,6 +146,28 @@ def test_the_trainer_learns_the_users_problem_from_its_data_dir(corpus, data_dir
                                    "--train_steps=300"], capsys)
     assert code == 2 and len(error_lines(err)) == 1
     assert "does not fit a model for the 400-piece vocabulary of" in err
+
+
+def test_the_ctranslate2_engine_translates_the_users_model_as_t2t_lite(trained, data_dir):
+    """A SentencePiece model that is unsure of lengths, where length penalties matter: its
+    CTranslate2 conversion is exact, and greedy and beam translations and scores are the
+    TensorFlow engine's (with CTranslate2's own length penalty at the best-matching exponent,
+    249 of these 300 beam translations were)."""
+    from test_ctranslate2 import check_exact
+
+    runner = Runner.from_model_dir(trained[0], data_dir)
+    model = runner.restored_model()
+    sources = [source for split in ("dev", "test", "train")
+               for source, _ in sentence_pairs(split)][:300]
+    check_exact(model, runner.vocabulary, ctranslate2_export.cached_conversion(runner),
+                [runner.vocabulary.encode(text) for text in sources[:20]])
+    for beam_size in (1, 4):
+        expected = runner.translator(model, beam_size=beam_size).translate(sources)
+        translated = runner.translator(beam_size=beam_size, engine="ctranslate2").translate(
+            sources)
+        assert [t.text for t in translated] == [t.text for t in expected]
+        np.testing.assert_allclose([t.score for t in translated],
+                                   [t.score for t in expected], atol=1e-4, rtol=1e-5)
 
 
 def test_a_datagen_that_would_change_a_made_problem_is_refused(corpus, data_dir, capsys):
