@@ -9,8 +9,9 @@ Beam search: CTranslate2's length penalty (log-probability / length ** alpha) is
 finished hypotheses with their log-probabilities, and the engine picks the one GNMT's penalty
 ranks first, as t2t_lite's search does (the same beam-4 translation for all 500 sentences of a
 trained toy model; CTranslate2's own penalty at the best-matching exponent, 80%). CTranslate2
-still stops once beam_size hypotheses have ended, t2t_lite's search only when no alive one can
-win, so outputs could still differ in rare cases. Scores are t2t_lite's: the log-probability
+still stops once beam_size hypotheses have ended (t2t_lite's search, once no alive one can win)
+and never ends one at the first step (an empty translation, which an untrained model's t2t_lite
+search may return), so outputs can still differ in rare cases. Scores are t2t_lite's: the log-probability
 divided by GNMT's penalty.
 """
 
