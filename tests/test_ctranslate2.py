@@ -56,6 +56,13 @@ def teacher_forced_log_probs(model, sources, targets):
     return log_probs
 
 
+def assert_same_translations(translated, expected):
+    """The same texts, and scores to CTranslate2's float32 accuracy."""
+    assert [t.text for t in translated] == [t.text for t in expected]
+    np.testing.assert_allclose([t.score for t in translated], [t.score for t in expected],
+                               atol=1e-4, rtol=1e-5)
+
+
 def check_exact(model, vocabulary, path, sources, extra_length=6):
     """CTranslate2's greedy outputs are t2t_lite's; its scores of given targets (other inputs'
     outputs) are the model's log-probabilities."""
@@ -161,9 +168,7 @@ def test_the_engine_translates_as_t2t_lite_greedy_and_int8_nearly_so(demo):
                          for ids in random_sources(runner.vocabulary.size, 93, 2, 10)]
     expected = runner.translator(model, beam_size=1).translate(sources)
     float32 = runner.translator(beam_size=1, engine="ctranslate2").translate(sources)
-    assert [t.text for t in float32] == [t.text for t in expected]
-    np.testing.assert_allclose([t.score for t in float32], [t.score for t in expected],
-                               atol=1e-4, rtol=1e-5)
+    assert_same_translations(float32, expected)
     assert sum(t.text == " ".join(s.split()[::-1]) for t, s in zip(expected, sources)) > 80
     int8 = runner.translator(beam_size=1, engine="ctranslate2",
                              quantization="int8").translate(sources)
@@ -179,9 +184,7 @@ def test_beam_search_finds_t2t_lite_translations(demo):
                for ids in random_sources(runner.vocabulary.size, 40, 3, 10)]
     expected = runner.translator(model, beam_size=4).translate(sources)
     translated = runner.translator(beam_size=4, engine="ctranslate2").translate(sources)
-    assert [t.text for t in translated] == [t.text for t in expected]
-    np.testing.assert_allclose([t.score for t in translated], [t.score for t in expected],
-                               atol=1e-4, rtol=1e-5)
+    assert_same_translations(translated, expected)
 
 
 def run_decoder(argv, capsys):

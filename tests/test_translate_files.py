@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from cli_output import error_lines
@@ -153,7 +152,7 @@ def test_the_ctranslate2_engine_translates_the_users_model_as_t2t_lite(trained, 
     CTranslate2 conversion is exact, and greedy and beam translations and scores are the
     TensorFlow engine's (with CTranslate2's own length penalty at the best-matching exponent,
     249 of these 300 beam translations were)."""
-    from test_ctranslate2 import check_exact
+    from test_ctranslate2 import assert_same_translations, check_exact
 
     runner = Runner.from_model_dir(trained[0], data_dir)
     model = runner.restored_model()
@@ -163,11 +162,9 @@ def test_the_ctranslate2_engine_translates_the_users_model_as_t2t_lite(trained, 
                 [runner.vocabulary.encode(text) for text in sources[:20]])
     for beam_size in (1, 4):
         expected = runner.translator(model, beam_size=beam_size).translate(sources)
-        translated = runner.translator(beam_size=beam_size, engine="ctranslate2").translate(
-            sources)
-        assert [t.text for t in translated] == [t.text for t in expected]
-        np.testing.assert_allclose([t.score for t in translated],
-                                   [t.score for t in expected], atol=1e-4, rtol=1e-5)
+        assert_same_translations(
+            runner.translator(beam_size=beam_size, engine="ctranslate2").translate(sources),
+            expected)
 
 
 def test_a_datagen_that_would_change_a_made_problem_is_refused(corpus, data_dir, capsys):
