@@ -177,11 +177,24 @@ def test_mixed_precision_keeps_sensitive_parts_in_float32(precision):
                       keras.optimizers.LossScaleOptimizer) == (precision == "mixed_float16")
 
 
-@pytest.mark.parametrize("precision", ["mixed_float16", "mixed_bfloat16"])
-def test_mixed_precision_learns_the_demo_task_as_float32_does(precision, train_short_reverse,
-                                                             tmp_path):
-    """Reaches float32's threshold within the same 800 steps. Half precision's noisier updates
-    make the dev accuracy dip now and then (seen in float16: 0.77, 0.68, 0.99, 1.0 at steps 200
-    to 800; one CI run ended at 0.84), so the best evaluation counts, as --keep_best_by keeps it."""
-    trained = train_short_reverse(str(tmp_path), f",precision={precision}")
+def test_bfloat16_updates_follow_float32s():
+    """From the same weights on the same batches, mixed_bfloat16's losses stay within 5% of
+    float32's update after update (1.7% measured) while they halve. (float16's loss scaling
+    skips updates, so its trajectory cannot be compared step by step: the next test.)"""
+    batches = replica_batches(4, replicas=1)
+    exact = Trainer(tiny_hparams(), VOCAB)
+    mixed = Trainer(tiny_hparams(precision="mixed_bfloat16"), VOCAB)
+    mixed.model.set_weights(exact.model.get_weights())
+    exact_losses = np.array(train_losses(exact, batches, 40))
+    mixed_losses = np.array(train_losses(mixed, batches, 40))
+    assert exact_losses[-4:].mean() < 0.6 * exact_losses[:4].mean()  # ten passes over the data
+    np.testing.assert_allclose(mixed_losses, exact_losses, rtol=0.05)
+    assert mixed.step == exact.step == 40
+
+
+def test_float16_learns_the_demo_task_as_float32_does(train_short_reverse, tmp_path):
+    """Reaches float32's threshold within the same 800 steps. Its noisier updates make the dev
+    accuracy dip now and then (seen: 0.77, 0.68, 0.99, 1.0 at steps 200 to 800; one CI run
+    ended at 0.84), so the best evaluation counts, as --keep_best_by keeps it."""
+    trained = train_short_reverse(str(tmp_path), ",precision=mixed_float16")
     assert trained.metrics["sequence_accuracy"] >= 0.95
