@@ -97,8 +97,9 @@ def restore_existing(checkpoint, path):
     else the file holds (a trainer's data positions and dropout seeds) is not needed here. A
     damaged checkpoint is a DamagedCheckpoint naming the newest intact one."""
     try:
-        checkpoint = _with_optimizer_as_saved(checkpoint, path)
-        if _names_norms_by_index(path):
+        reader = tf.train.load_checkpoint(path)
+        checkpoint = _with_optimizer_as_saved(checkpoint, reader)
+        if _names_norms_by_index(reader):
             checkpoint = _with_legacy_norm_names(checkpoint)
         checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
     except DAMAGE_ERRORS as error:
@@ -140,15 +141,15 @@ def remove_partial_saves(directory):
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _with_optimizer_as_saved(checkpoint, path):
-    """A view of `checkpoint` with its optimizer nested as in `path`, so that a run may change
-    precision on resume: mixed_float16's LossScaleOptimizer wraps the Adam that the other
-    precisions save alone. Adam's state carries over; the loss scale starts afresh."""
+def _with_optimizer_as_saved(checkpoint, reader):
+    """A view of `checkpoint` with its optimizer nested as in the checkpoint `reader` reads, so
+    that a run may change precision on resume: mixed_float16's LossScaleOptimizer wraps the
+    Adam that the other precisions save alone. Adam's state carries over; the loss scale starts afresh."""
     optimizer = getattr(checkpoint, "optimizer", None)
     if optimizer is None:
         return checkpoint
     saved_wrapped = any(name.startswith("optimizer/inner_optimizer/")
-                        for name, _ in tf.train.list_variables(path))
+                        for name in reader.get_variable_to_shape_map())
     wrapped = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
     if saved_wrapped == wrapped:
         return checkpoint
@@ -157,9 +158,9 @@ def _with_optimizer_as_saved(checkpoint, path):
     return tf.train.Checkpoint(model=checkpoint.model, optimizer=as_saved)
 
 
-def _names_norms_by_index(path):
+def _names_norms_by_index(reader):
     graph = trackable_object_graph_pb2.TrackableObjectGraph.FromString(
-        tf.train.load_checkpoint(path).get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+        reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
     return any(child.local_name == "norms" for node in graph.nodes for child in node.children)
 
 
