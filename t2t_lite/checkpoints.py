@@ -144,7 +144,8 @@ def remove_partial_saves(directory):
 def _with_optimizer_as_saved(checkpoint, reader):
     """A view of `checkpoint` with its optimizer nested as in the checkpoint `reader` reads, so
     that a run may change precision on resume: mixed_float16's LossScaleOptimizer wraps the
-    Adam that the other precisions save alone. Adam's state carries over; the loss scale starts afresh."""
+    Adam that the other precisions save alone. Adam's state carries over; the loss scale
+    starts afresh."""
     optimizer = getattr(checkpoint, "optimizer", None)
     if optimizer is None:
         return checkpoint
