@@ -17,3 +17,11 @@ class TinyReverse(ShortReverse):
     """Generated in a moment, for tests of datagen itself."""
 
     num_examples = {"train": 2_000, "dev": 100, "test": 100}
+
+
+@register_problem(name="test_micro_reverse")
+class MicroReverse(ShortReverse):
+    """Small enough that a checkpoint's data position (its shuffle buffer) is small: for the
+    committed model_dir of tests/data/make_model_dir_v1.py."""
+
+    num_examples = {"train": 300, "dev": 20, "test": 20}
