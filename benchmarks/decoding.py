@@ -33,9 +33,8 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-
 import checkouts
+import numpy as np
 
 BATCH, SOURCE_LENGTH, OUTPUT_LENGTH, BEAM, VOCAB = 32, 24, 32, 4, 32000
 SHAPES = {
@@ -53,8 +52,8 @@ def no_eos_model(shape):
     from keras import ops
 
     from t2t_lite.config import HParams
-    from t2t_lite.model import Transformer
-    from t2t_lite.text import EOS_ID
+    from t2t_lite.data.vocabulary import EOS_ID
+    from t2t_lite.models.transformer import Transformer
 
     class NoEosTransformer(Transformer):
         def _logits(self, x):
@@ -67,7 +66,7 @@ def no_eos_model(shape):
 def t2t_lite_decoders(shape, sources, beams, uncached):
     import tensorflow as tf
 
-    from t2t_lite.decoding import search
+    from t2t_lite.decoding.search import search
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
     from reference_decoding import UncachedDecoder
@@ -95,8 +94,8 @@ def ctranslate2_decoders(shape, sources, beams, threads):
     """t2t_lite's model of `shape`, converted to CTranslate2, in float32 and with int8 weights."""
     import ctranslate2
 
-    from t2t_lite.ctranslate2_export import save
-    from t2t_lite.text import SymbolVocabulary
+    from t2t_lite.data.vocabulary import SymbolVocabulary
+    from t2t_lite.export.ctranslate2 import save
 
     vocabulary = SymbolVocabulary(VOCAB - 2)
     path = os.path.join(tempfile.mkdtemp(prefix="ctranslate2-benchmark-"), "model")

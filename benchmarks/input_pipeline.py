@@ -24,9 +24,10 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite import data, registry
-from t2t_lite.text import EOS_ID, PAD_ID
-from t2t_lite.training import Trainer
+from t2t_lite import registry
+from t2t_lite.data import pipeline as data
+from t2t_lite.data.vocabulary import EOS_ID, PAD_ID
+from t2t_lite.training.trainer import Trainer
 
 
 def write_synthetic_corpus(directory, examples, vocab_size, shards=10, seed=0):

@@ -29,8 +29,9 @@ def main():
     args = parser.parse_args()
 
     from synthetic_treebank import write_treebank
-    from t2t_lite import evalb
+
     from t2t_lite.cli import datagen, trainer
+    from t2t_lite.evaluation import evalb
     from t2t_lite.problems.trees import clean, read_trees
     from t2t_lite.runner import Runner
 

@@ -33,9 +33,8 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-
 import checkouts
+import numpy as np
 
 BATCH, SOURCE_LENGTH, TARGET_LENGTH = 128, 32, 32
 DROPOUT, LABEL_SMOOTHING = 0.1, 0.1
@@ -115,7 +114,7 @@ def t2t_lite_step(shape, batch, jit_compile):
     import tensorflow as tf
 
     from t2t_lite.config import HParams
-    from t2t_lite.training import Trainer
+    from t2t_lite.training.trainer import Trainer
 
     hparams = HParams(dropout=DROPOUT, label_smoothing=LABEL_SMOOTHING, **SHAPES[shape])
     trainer = Trainer(hparams, VOCAB[shape], jit_compile=jit_compile)

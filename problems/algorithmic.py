@@ -7,9 +7,9 @@ belongs to the split its hash selects, so held-out accuracy is never inflated by
 import random
 import zlib
 
-from t2t_lite.problem import Problem
+from t2t_lite.data.problem import Problem
+from t2t_lite.data.vocabulary import SymbolVocabulary
 from t2t_lite.registry import register_problem
-from t2t_lite.text import SymbolVocabulary
 
 _SPLIT_OF_HASH = {0: "dev", 1: "test"}  # hash % 20; every other value is train
 

@@ -12,8 +12,8 @@ import os
 import re
 
 from t2t_lite import registry
-from t2t_lite.errors import UserError
-from t2t_lite.files import write_text_atomically
+from t2t_lite.utils.errors import UserError
+from t2t_lite.utils.files import write_text_atomically
 
 
 class OwnFilesProblem:

@@ -14,18 +14,16 @@ import logging
 import os
 import re
 
-from t2t_lite import evalb
-from t2t_lite.errors import UserError
-from t2t_lite.files import write_text_atomically
-from t2t_lite.problem import Problem
-from t2t_lite.registry import register_problem
-from t2t_lite.text import SentencePieceVocabulary
-
-from t2t_lite.problems.translate import sentencepiece_path
+from t2t_lite.data.problem import Problem
+from t2t_lite.data.vocabulary import SentencePieceVocabulary
+from t2t_lite.evaluation import evalb
 from t2t_lite.problems.own_files import OwnFilesProblem, check_new_name
-from t2t_lite.problems.tree_vocabulary import (ParsingVocabulary, TreeConstraint,
-                                               symbols_path)
+from t2t_lite.problems.translate import sentencepiece_path
+from t2t_lite.problems.tree_vocabulary import ParsingVocabulary, TreeConstraint, symbols_path
 from t2t_lite.problems.trees import clean, delinearize, linearize, read_trees, treebank_files
+from t2t_lite.registry import register_problem
+from t2t_lite.utils.errors import UserError
+from t2t_lite.utils.files import write_text_atomically
 
 logger = logging.getLogger("t2t_lite")
 

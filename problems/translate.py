@@ -7,12 +7,12 @@ import glob
 import logging
 import os
 
-from t2t_lite.corpus import sample_sentences
-from t2t_lite.errors import UserError
-from t2t_lite.metrics import bleu, bleu_tokenizer_for, chrf
-from t2t_lite.problem import Problem
+from t2t_lite.data.corpus import sample_sentences
+from t2t_lite.data.problem import Problem
+from t2t_lite.data.vocabulary import SentencePieceVocabulary
+from t2t_lite.evaluation.metrics import bleu, bleu_tokenizer_for, chrf
 from t2t_lite.registry import register_problem
-from t2t_lite.text import SentencePieceVocabulary
+from t2t_lite.utils.errors import UserError
 
 logger = logging.getLogger("t2t_lite")
 

@@ -6,11 +6,11 @@ problems.own_files.
 import glob
 import os
 
-from t2t_lite.corpus import read_parallel, read_tsv
-from t2t_lite.errors import UserError
-from t2t_lite.registry import register_problem
+from t2t_lite.data.corpus import read_parallel, read_tsv
 from t2t_lite.problems.own_files import OwnFilesProblem, check_new_name
 from t2t_lite.problems.translate import TranslationProblem
+from t2t_lite.registry import register_problem
+from t2t_lite.utils.errors import UserError
 
 # File stems recognized in --files_dir, by split.
 SPLIT_STEMS = {"train": ("train",), "dev": ("dev", "valid", "val", "validation"),

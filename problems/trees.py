@@ -12,8 +12,8 @@ import glob
 import os
 import re
 
-from t2t_lite.corpus import read_lines
-from t2t_lite.errors import UserError
+from t2t_lite.data.corpus import read_lines
+from t2t_lite.utils.errors import UserError
 
 ROOT = "TOP"
 TRACE = "-NONE-"

@@ -7,7 +7,7 @@ error, not a silently added attribute. Defaults are the paper's base model (Vasw
 import dataclasses
 import json
 
-from t2t_lite.errors import UserError, did_you_mean
+from t2t_lite.utils.errors import UserError, did_you_mean
 
 
 class HParamsError(UserError, ValueError):

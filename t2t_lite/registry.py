@@ -11,7 +11,7 @@ import os
 import re
 import sys
 
-from t2t_lite.errors import UserError, did_you_mean
+from t2t_lite.utils.errors import UserError, did_you_mean
 
 
 def snake_case(name):

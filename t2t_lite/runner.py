@@ -16,15 +16,20 @@ import keras
 import tensorflow as tf
 
 from t2t_lite import registry
-from t2t_lite.attention import attention_weights
-from t2t_lite.checkpoints import (DamagedCheckpoint, checkpoint_step, forget_checkpoint,
-                                  resolve_checkpoint, restore_existing)
 from t2t_lite.config import TRAINING_ONLY, HParams
-from t2t_lite.errors import UserError
-from t2t_lite.evaluation import DECODE_EXAMPLES, Evaluator
-from t2t_lite.files import exclusive_lock, make_directory, write_text_atomically
-from t2t_lite.training import Trainer, create_model, worker_index
-from t2t_lite.translator import Translator
+from t2t_lite.decoding.attention import attention_weights
+from t2t_lite.decoding.translator import Translator
+from t2t_lite.evaluation.evaluator import DECODE_EXAMPLES, Evaluator
+from t2t_lite.training.checkpoints import (
+    DamagedCheckpoint,
+    checkpoint_step,
+    forget_checkpoint,
+    resolve_checkpoint,
+    restore_existing,
+)
+from t2t_lite.training.trainer import Trainer, create_model, worker_index
+from t2t_lite.utils.errors import UserError
+from t2t_lite.utils.files import exclusive_lock, make_directory, write_text_atomically
 
 logger = logging.getLogger("t2t_lite")
 
@@ -145,7 +150,7 @@ class Runner:
         changes = {name: value for name, value in decoding.items() if value is not None}
         hparams = self.hparams.replace(**changes)
         if engine == "ctranslate2":
-            from t2t_lite.ctranslate2_translator import ctranslate2_translator
+            from t2t_lite.decoding.ctranslate2_translator import ctranslate2_translator
 
             if self.problem.search_constraint(self.vocabulary) is not None:
                 raise UserError(f"{self.problem.name} needs a constrained search (e.g. to well-"
@@ -161,7 +166,7 @@ class Runner:
                           self.problem.tf_postprocess(self.vocabulary))
 
     def attention(self, sources, targets=None, *, translator=None, checkpoint_path=None):
-        """The attention weights (t2t_lite.attention.Attention) of each source with its target,
+        """The attention weights (t2t_lite.decoding.attention.Attention) of each source with its target,
         or without targets with its translation by `translator` (default: the decoder's beam
         search on checkpoint_path, or the latest checkpoint), whose model is explained."""
         if translator is None:
@@ -238,7 +243,7 @@ class Runner:
         Resumes from the latest checkpoint in model_dir, data position included. Evaluations
         every `decode_every` updates (default: each one) and the final one also decode a
         representative sample of at most `decode_examples` dev examples (greedy, or beam search
-        when beam_size > 1) for the problem's metrics (see t2t_lite.evaluation). With
+        when beam_size > 1) for the problem's metrics (see t2t_lite.evaluation.evaluator). With
         keep_best_by, the checkpoint with the best value of that metric so far is kept as the
         model_dir `best/`, and `early_stopping` N ends training after N evaluations that did not
         improve it by more than min_delta. `average_last` N (or `average_best` N, by

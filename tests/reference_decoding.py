@@ -9,11 +9,11 @@ import itertools
 import numpy as np
 from keras import ops
 
-from t2t_lite.text import EOS_ID, PAD_ID
+from t2t_lite.data.vocabulary import EOS_ID, PAD_ID
 
 
 class UncachedDecoder:
-    """Stands in for the model in the searches of t2t_lite.decoding, but recomputes the whole
+    """Stands in for the model in the searches of t2t_lite.decoding.search, but recomputes the whole
     decoder over every token so far at each step instead of using the key/value cache."""
 
     def __init__(self, model):

@@ -7,7 +7,7 @@ import pytest
 
 from t2t_lite import registry
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
-from t2t_lite.text import EOS_ID, SymbolVocabulary
+from t2t_lite.data.vocabulary import EOS_ID, SymbolVocabulary
 
 
 def small(problem_class, **examples):

@@ -1,4 +1,4 @@
-"""Attention weights (t2t_lite.attention), their pictures (t2t_lite.attention_plot) and the
+"""Attention weights (t2t_lite.decoding.attention), their pictures (t2t_lite.decoding.attention_plot) and the
 decoder's --attention_dir."""
 
 import html.parser
@@ -8,12 +8,12 @@ import sys
 import numpy as np
 import pytest
 
-from t2t_lite.attention import attention_weights
+from t2t_lite.decoding.attention import attention_weights
 from t2t_lite.config import HParams
-from t2t_lite.errors import UserError
-from t2t_lite.text import EOS_ID, SymbolVocabulary
-from t2t_lite.training import create_model
-from t2t_lite.translator import Translator
+from t2t_lite.utils.errors import UserError
+from t2t_lite.data.vocabulary import EOS_ID, SymbolVocabulary
+from t2t_lite.training.trainer import create_model
+from t2t_lite.decoding.translator import Translator
 
 VOCABULARY = SymbolVocabulary(10)
 SOURCES = [[3, 4, 5, 6, 7, 8, 9], [5, 6], [11, 10, 9, 8, 7]]
@@ -105,7 +105,7 @@ def test_the_demo_model_looks_at_the_mirrored_source_position(trained_reverse):
 
 
 def test_the_png_grid_and_the_html_page_hold_the_pieces(records, tmp_path):
-    from t2t_lite.attention_plot import attention_html, plot_attention
+    from t2t_lite.decoding.attention_plot import attention_html, plot_attention
 
     record = records[0]
     figure = plot_attention(record, path=str(tmp_path / "grid.png"))
@@ -150,7 +150,7 @@ class _PageParser(html.parser.HTMLParser):
 
 
 def test_without_matplotlib_plotting_says_what_to_install(records, monkeypatch):
-    from t2t_lite.attention_plot import plot_attention
+    from t2t_lite.decoding.attention_plot import plot_attention
 
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # makes the import fail
     with pytest.raises(UserError, match=r'pip install -e "\.\[viz\]"'):

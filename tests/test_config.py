@@ -3,7 +3,7 @@ import dataclasses
 import pytest
 
 from t2t_lite.config import HParams, HParamsError
-from t2t_lite.errors import UserError
+from t2t_lite.utils.errors import UserError
 
 
 def test_overrides_are_parsed_as_their_field_types():

@@ -9,9 +9,9 @@ from keras import ops
 from reference_decoding import (UncachedDecoder, as_sequence, exhaustive_search,
                                 reference_beam_search, reference_greedy_search, sequence_scores)
 from t2t_lite.config import HParams
-from t2t_lite.decoding import _top_k, beam_search, search
-from t2t_lite.model import Transformer
-from t2t_lite.text import EOS_ID, PAD_ID
+from t2t_lite.decoding.search import _top_k, beam_search, search
+from t2t_lite.models.transformer import Transformer
+from t2t_lite.data.vocabulary import EOS_ID, PAD_ID
 
 # The reference decoders score the empty prefix, whose self-attention has one position.
 pytestmark = pytest.mark.filterwarnings("ignore:You are using a softmax over axis -1")

@@ -41,7 +41,7 @@ import json, logging, sys
 import numpy as np
 from t2t_lite.registry import import_usr_dir
 from t2t_lite.runner import Runner
-from t2t_lite.training import create_strategy
+from t2t_lite.training.trainer import create_strategy
 
 logging.basicConfig(stream=sys.stdout, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
 logging.getLogger("t2t_lite").setLevel(logging.INFO)
@@ -218,7 +218,7 @@ def test_sigterm_saves_at_the_next_update_and_the_run_resumes_exactly(
 
 SECOND_SIGNAL = """
 import os, signal
-from t2t_lite.preemption import stop_on_signals
+from t2t_lite.training.preemption import stop_on_signals
 with stop_on_signals() as stop:
     os.kill(os.getpid(), signal.SIGINT)
     print(stop.signal_name, flush=True)

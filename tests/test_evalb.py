@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from t2t_lite import evalb
-from t2t_lite.errors import UserError
+from t2t_lite.evaluation import evalb
+from t2t_lite.utils.errors import UserError
 
 # EVALB is public domain; its sample and outputs are copied from ../shared/evalb_sample.
 SAMPLE = os.path.join(os.path.dirname(__file__), "data", "evalb_sample")

@@ -10,10 +10,10 @@ import sacrebleu
 import tensorflow as tf
 
 from t2t_lite import registry
-from t2t_lite.checkpoints import save_model_dir
+from t2t_lite.training.checkpoints import save_model_dir
 from t2t_lite.cli import decoder
-from t2t_lite.evaluation import Evaluator, evaluations_without_improvement, read_sample
-from t2t_lite.problem import Problem
+from t2t_lite.evaluation.evaluator import Evaluator, evaluations_without_improvement, read_sample
+from t2t_lite.data.problem import Problem
 from t2t_lite.problems.translate import TranslationProblem
 from t2t_lite.runner import Runner
 

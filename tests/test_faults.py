@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from cli_output import error_lines
 from t2t_lite import cli
-from t2t_lite.files import temporary_directory, write_text_atomically
+from t2t_lite.utils.files import temporary_directory, write_text_atomically
 
 
 def environment(**extra):
@@ -55,7 +55,7 @@ def test_atomic_files_and_directories_follow_the_umask(tmp_path, umask_022):
 
 SERIALIZE = """
 import hashlib
-from t2t_lite.data import serialize_example
+from t2t_lite.data.pipeline import serialize_example
 print(hashlib.sha256(b"".join(serialize_example([i, 5], [i + 2, 7, 1]) for i in range(50)))
       .hexdigest())
 """
@@ -175,7 +175,7 @@ def test_training_only_hparams_may_change_on_resume(model_copy, short_reverse_da
     recorded in hparams.json with its step and applied; shape-changing hparams are refused."""
     from t2t_lite.cli import trainer
     from t2t_lite.runner import Runner
-    from t2t_lite.training import TransformerSchedule
+    from t2t_lite.training.trainer import TransformerSchedule
 
     code, out, err = run_cli(trainer.main, train_flags(
         model_copy, short_reverse_data, 2, "--hparams=learning_rate=0.25,dropout=0.0"), capsys)
@@ -285,8 +285,8 @@ def test_a_usr_dir_with_a_syntax_error_names_its_file_and_line(tmp_path, capsys)
 
 
 def test_a_too_small_vocabulary_size_names_the_smallest_that_works(tmp_path):
-    from t2t_lite.errors import UserError
-    from t2t_lite.text import SentencePieceVocabulary
+    from t2t_lite.utils.errors import UserError
+    from t2t_lite.data.vocabulary import SentencePieceVocabulary
 
     lines = ["über Straße Öl café naïve 東京 the house is small grün schnell"] * 50
     with pytest.raises(UserError, match="choose a vocabulary size of at least") as error:

@@ -131,9 +131,9 @@ def check_attention(working_dir):
 def check_parsing(working_dir):
     """Every output line is a tree over exactly its sentence's words, the EVALB line the decoder
     printed is evalb.evaluate of the written trees, and dev F1 was computed at each evaluation."""
-    from t2t_lite import evalb
+    from t2t_lite.evaluation import evalb
     from t2t_lite.problems.trees import clean, read_trees
-    from t2t_lite.summaries import read_scalars
+    from t2t_lite.training.summaries import read_scalars
 
     sentences = (working_dir / "test.txt").read_text(encoding="utf-8").splitlines()
     trees = (working_dir / "test.trees").read_text(encoding="utf-8").splitlines()

@@ -14,15 +14,15 @@ import pytest
 
 from reference_decoding import sequence_scores
 from synthetic_treebank import write_treebank
-from t2t_lite import evalb
+from t2t_lite.evaluation import evalb
 from t2t_lite.cli import datagen, decoder, exporter, trainer
-from t2t_lite.decoding import search
-from t2t_lite.errors import UserError
+from t2t_lite.decoding.search import search
+from t2t_lite.utils.errors import UserError
 from t2t_lite.problems.tree_vocabulary import CLOSE, OPEN, OTHER, TAG, TreeConstraint
 from t2t_lite.problems.trees import clean, delinearize, linearize, read_trees
 from t2t_lite.runner import Runner
-from t2t_lite.text import EOS_ID
-from t2t_lite.training import create_model
+from t2t_lite.data.vocabulary import EOS_ID
+from t2t_lite.training.trainer import create_model
 from cli_output import error_lines
 from test_decoding import padded, random_model
 from test_translate_files import run

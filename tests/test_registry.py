@@ -1,7 +1,7 @@
 import pytest
 
 from t2t_lite import registry
-from t2t_lite.errors import UserError
+from t2t_lite.utils.errors import UserError
 
 
 def test_snake_case_names_from_class_names():

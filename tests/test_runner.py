@@ -9,7 +9,7 @@ import tensorflow as tf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from t2t_lite.runner import Runner
-from t2t_lite.training import TransformerSchedule
+from t2t_lite.training.trainer import TransformerSchedule
 
 OVERRIDES = "d_model=32,d_ff=64,num_heads=4,batch_size=256,warmup_steps=10,learning_rate=0.5"
 

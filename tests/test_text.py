@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from t2t_lite.corpus import sample_sentences
-from t2t_lite.errors import UserError
-from t2t_lite.text import EOS_ID, PAD_ID, UNK_ID, SentencePieceVocabulary
+from t2t_lite.data.corpus import sample_sentences
+from t2t_lite.utils.errors import UserError
+from t2t_lite.data.vocabulary import EOS_ID, PAD_ID, UNK_ID, SentencePieceVocabulary
 
 CORPUS = [
     "Die Katze schläft auf dem Sofa, während der Hund im Garten spielt.",

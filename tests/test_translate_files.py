@@ -11,10 +11,11 @@ import sys
 import pytest
 
 from cli_output import error_lines
-from t2t_lite import cli, ctranslate2_export, registry
+from t2t_lite import cli, registry
+from t2t_lite.export import ctranslate2 as ctranslate2_export
 from t2t_lite.cli import datagen, trainer
-from t2t_lite.data import read_examples
-from t2t_lite.errors import UserError
+from t2t_lite.data.pipeline import read_examples
+from t2t_lite.utils.errors import UserError
 from t2t_lite.runner import Runner
 
 # A word-for-word "translation": learnable in a few hundred steps, only by reading the source.

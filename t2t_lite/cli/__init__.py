@@ -35,7 +35,7 @@ def _import_tensorflow_quietly():
 def run(main, argv=None):
     """Runs main(argv) with progress logged to stderr (stdout holds only results, so pipes keep
     their line alignment); a UserError becomes one line on stderr and exit status 2."""
-    from t2t_lite.errors import UserError
+    from t2t_lite.utils.errors import UserError
 
     _import_tensorflow_quietly()
     handler = logging.StreamHandler(sys.stderr)

@@ -24,8 +24,8 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     from t2t_lite import registry
-    from t2t_lite.checkpoints import average_checkpoints, last_checkpoints
     from t2t_lite.runner import Runner
+    from t2t_lite.training.checkpoints import average_checkpoints, last_checkpoints
 
     if args.usr_dir:
         registry.import_usr_dir(args.usr_dir)

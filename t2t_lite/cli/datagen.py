@@ -52,9 +52,9 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     from t2t_lite import registry
-    from t2t_lite.errors import UserError
     from t2t_lite.problems.parsing import ParsingFiles
     from t2t_lite.problems.translate_files import TranslateFiles
+    from t2t_lite.utils.errors import UserError
 
     if args.usr_dir:
         registry.import_usr_dir(args.usr_dir)

@@ -6,8 +6,8 @@ import time
 
 from t2t_lite import cli
 from t2t_lite.cli import translating
-from t2t_lite.errors import UserError
-from t2t_lite.metrics import BLEU_TOKENIZERS
+from t2t_lite.evaluation.metrics import BLEU_TOKENIZERS
+from t2t_lite.utils.errors import UserError
 
 logger = logging.getLogger("t2t_lite")
 
@@ -132,8 +132,8 @@ def read_sources_and_references(args, problem):
 
 
 def decode_file(runner, translator, sources, references, args):
-    from t2t_lite.files import write_text_atomically
-    from t2t_lite.metrics import bleu
+    from t2t_lite.evaluation.metrics import bleu
+    from t2t_lite.utils.files import write_text_atomically
 
     problem = runner.problem
     token_lists = encode_lines(translator, sources, args.decode_from_file)
@@ -173,8 +173,8 @@ def decode_file(runner, translator, sources, references, args):
 
 
 def write_attention(translator, token_lists, hypotheses, directory):
-    from t2t_lite.attention import attention_weights
-    from t2t_lite.attention_plot import save_attention
+    from t2t_lite.decoding.attention import attention_weights
+    from t2t_lite.decoding.attention_plot import save_attention
 
     target_tokens = [translator.vocabulary.encode(text) for text in hypotheses]
     save_attention(attention_weights(translator, token_lists, target_tokens), directory)
@@ -216,7 +216,7 @@ def main(argv):
     if args.decode_from_file:  # read before loading the model, so that mistakes show at once
         sources, references = read_sources_and_references(args, runner.problem)
     if args.attention_dir:
-        from t2t_lite.attention_plot import require_matplotlib
+        from t2t_lite.decoding.attention_plot import require_matplotlib
 
         require_matplotlib()
     _, translator = translating.translator_from_flags(args, args.batch_size, args.engine,
@@ -244,7 +244,7 @@ def format_n_best(n_best):
 def score_split(runner, translator, args):
     """Translates all of --split and prints the problem's metrics against its references;
     returns the metrics."""
-    from t2t_lite.evaluation import Evaluator, format_metrics
+    from t2t_lite.evaluation.evaluator import Evaluator, format_metrics
 
     if args.bleu_tokenize:
         runner.use_bleu_tokenizer(args.bleu_tokenize)
@@ -270,7 +270,7 @@ def write_split_files(path, decoded):
     import csv
     import io
 
-    from t2t_lite.files import write_text_atomically
+    from t2t_lite.utils.files import write_text_atomically
 
     table = io.StringIO()
     writer = csv.writer(table, dialect="excel-tab", lineterminator="\n")

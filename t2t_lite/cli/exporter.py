@@ -23,7 +23,7 @@ def main(argv):
     args = parse_args(argv)
     if args.format == "ctranslate2":
         return export_ctranslate2(args)
-    from t2t_lite.export import export
+    from t2t_lite.export.saved_model import export
 
     runner, translator = translating.translator_from_flags(args)
     path = export(translator, args.export_dir or os.path.join(runner.model_dir, "export"))
@@ -32,7 +32,7 @@ def main(argv):
 
 
 def export_ctranslate2(args):
-    from t2t_lite import ctranslate2_export
+    from t2t_lite.export import ctranslate2 as ctranslate2_export
 
     runner = translating.runner_from_flags(args)
     path = ctranslate2_export.export(

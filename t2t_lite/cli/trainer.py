@@ -96,10 +96,10 @@ def main(argv):
     import tensorflow as tf
 
     from t2t_lite import registry
-    from t2t_lite.checkpoints import checkpoint_step
-    from t2t_lite.evaluation import DECODE_EXAMPLES, format_metrics
+    from t2t_lite.evaluation.evaluator import DECODE_EXAMPLES, format_metrics
     from t2t_lite.runner import Runner
-    from t2t_lite.training import create_strategy
+    from t2t_lite.training.checkpoints import checkpoint_step
+    from t2t_lite.training.trainer import create_strategy
 
     if args.usr_dir:
         registry.import_usr_dir(args.usr_dir)

@@ -6,7 +6,7 @@ import os
 import socket
 import tempfile
 
-from t2t_lite.errors import UserError
+from t2t_lite.utils.errors import UserError
 
 
 def make_directory(path, flag):

@@ -18,7 +18,7 @@ program's own output on its sample. The rules, as in evalb.c:
 import dataclasses
 import re
 
-from t2t_lite.errors import UserError
+from t2t_lite.utils.errors import UserError
 
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 

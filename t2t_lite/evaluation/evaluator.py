@@ -20,11 +20,16 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite.checkpoints import (average_checkpoints, checkpoint_paths, checkpoint_step,
-                                  restore_existing, save_model_dir)
-from t2t_lite.errors import UserError, did_you_mean
-from t2t_lite.files import write_text_atomically
-from t2t_lite.training import worker_index
+from t2t_lite.training.checkpoints import (
+    average_checkpoints,
+    checkpoint_paths,
+    checkpoint_step,
+    restore_existing,
+    save_model_dir,
+)
+from t2t_lite.training.trainer import worker_index
+from t2t_lite.utils.errors import UserError, did_you_mean
+from t2t_lite.utils.files import write_text_atomically
 
 logger = logging.getLogger("t2t_lite")
 

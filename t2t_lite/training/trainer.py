@@ -22,11 +22,11 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from t2t_lite.checkpoints import remove_partial_saves, save
-from t2t_lite.errors import UserError
-from t2t_lite.model import Transformer
-from t2t_lite.preemption import stop_on_signals
-from t2t_lite.text import PAD_ID
+from t2t_lite.data.vocabulary import PAD_ID
+from t2t_lite.models.transformer import Transformer
+from t2t_lite.training.checkpoints import remove_partial_saves, save
+from t2t_lite.training.preemption import stop_on_signals
+from t2t_lite.utils.errors import UserError
 
 logger = logging.getLogger("t2t_lite")
 

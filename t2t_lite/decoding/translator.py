@@ -11,9 +11,9 @@ import collections
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite.decoding import beam_search, search
-from t2t_lite.errors import UserError
-from t2t_lite.text import EOS_ID, PAD_ID, tf_strip_mask
+from t2t_lite.data.vocabulary import EOS_ID, PAD_ID, tf_strip_mask
+from t2t_lite.decoding.search import beam_search, search
+from t2t_lite.utils.errors import UserError
 
 Translation = collections.namedtuple("Translation", "text score")
 
@@ -22,11 +22,11 @@ class Translator(tf.Module):
     """Translates with `model` and `vocabulary` by the decoding hparams (beam_size, alpha,
     extra_length) and the input limit max_length.
 
-    Scores are the length-penalized log-probabilities of the outputs (see t2t_lite.decoding); an
+    Scores are the length-penalized log-probabilities of the outputs (see t2t_lite.decoding.search); an
     empty input has the empty output and score 0. A tf.Module, so that saving it saves the model
     and the vocabulary's in-graph tokenizer with its signatures.
 
-    A problem may add a search `constraint` (see t2t_lite.decoding) and `tf_postprocess`,
+    A problem may add a search `constraint` (see t2t_lite.decoding.search) and `tf_postprocess`,
     the in-graph twin of its Problem.postprocess that the text signature applies:
     (sources tf.string [batch], output ids [batch, length]) -> tf.string [batch].
     """

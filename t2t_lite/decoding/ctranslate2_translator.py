@@ -17,11 +17,15 @@ divided by GNMT's penalty.
 
 import itertools
 
-from t2t_lite.ctranslate2_export import (cached_conversion, check_quantization,
-                                          import_ctranslate2, num_positions)
-from t2t_lite.errors import UserError
-from t2t_lite.text import PAD_ID
-from t2t_lite.translator import Translation
+from t2t_lite.data.vocabulary import PAD_ID
+from t2t_lite.decoding.translator import Translation
+from t2t_lite.export.ctranslate2 import (
+    cached_conversion,
+    check_quantization,
+    import_ctranslate2,
+    num_positions,
+)
+from t2t_lite.utils.errors import UserError
 
 
 class CTranslate2Translator:

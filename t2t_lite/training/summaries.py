@@ -6,7 +6,7 @@ import os
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.util.tensor_util import make_ndarray
 
-from t2t_lite.errors import UserError
+from t2t_lite.utils.errors import UserError
 
 RUNS = ("train", "eval")
 

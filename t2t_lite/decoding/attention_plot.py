@@ -1,4 +1,4 @@
-"""Pictures of attention weights (t2t_lite.attention.Attention): a heatmap grid as a PNG or a
+"""Pictures of attention weights (t2t_lite.decoding.attention.Attention): a heatmap grid as a PNG or a
 matplotlib figure, and a self-contained interactive HTML page.
 
 matplotlib is the optional extra `viz`, imported only here and only when a plot is drawn. The
@@ -14,8 +14,8 @@ import uuid
 
 import numpy as np
 
-from t2t_lite.errors import UserError
-from t2t_lite.files import write_bytes_atomically, write_text_atomically
+from t2t_lite.utils.errors import UserError
+from t2t_lite.utils.files import write_bytes_atomically, write_text_atomically
 
 KINDS = ("encoder_decoder", "encoder_self", "decoder_self")
 

@@ -7,7 +7,7 @@ counts, bad encodings, missing files) are UserErrors that name the file and the 
 import itertools
 import random
 
-from t2t_lite.errors import UserError
+from t2t_lite.utils.errors import UserError
 
 
 def read_lines(path):

@@ -21,7 +21,7 @@ outputs; their scores stay the model's log-probabilities, not renormalized.
 import keras
 from keras import ops
 
-from t2t_lite.text import EOS_ID, PAD_ID
+from t2t_lite.data.vocabulary import EOS_ID, PAD_ID
 
 _INVALID = -1e9  # log-probability of an impossible token or an empty beam slot
 

@@ -13,7 +13,7 @@ import keras_hub
 from keras import layers, ops
 
 from t2t_lite.config import HParams
-from t2t_lite.text import PAD_ID
+from t2t_lite.data.vocabulary import PAD_ID
 
 _MASKED = -1e9  # added to masked attention logits, in float32
 

@@ -17,8 +17,8 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from t2t_lite.errors import UserError
-from t2t_lite.files import make_directory, temporary_directory, write_text_atomically
+from t2t_lite.utils.errors import UserError
+from t2t_lite.utils.files import make_directory, temporary_directory, write_text_atomically
 
 logger = logging.getLogger("t2t_lite")
 
@@ -200,7 +200,7 @@ def average_checkpoints(runner, paths, output_dir, info=None, replace=False):
     path's, so training could even continue from it. `info` goes into its info.json besides the
     averaged paths; an existing output_dir is an error unless `replace`. Returns the new
     checkpoint's path."""
-    from t2t_lite.training import Trainer
+    from t2t_lite.training.trainer import Trainer
 
     if not replace:
         check_new_dir(output_dir)

@@ -19,7 +19,7 @@ import time
 
 import tensorflow as tf
 
-from t2t_lite.files import make_directory, temporary_directory
+from t2t_lite.utils.files import make_directory, temporary_directory
 
 SIGNATURES = ("serving_default", "translate_ids")
 

@@ -17,12 +17,12 @@ import re
 
 import tensorflow as tf
 
-from t2t_lite import data
-from t2t_lite.corpus import is_empty
-from t2t_lite.errors import UserError
-from t2t_lite.files import exclusive_lock, write_text_atomically
+from t2t_lite.data import pipeline
+from t2t_lite.data.corpus import is_empty
+from t2t_lite.data.vocabulary import EOS_ID
 from t2t_lite.registry import snake_case
-from t2t_lite.text import EOS_ID
+from t2t_lite.utils.errors import UserError
+from t2t_lite.utils.files import exclusive_lock, write_text_atomically
 
 logger = logging.getLogger("t2t_lite")
 
@@ -77,7 +77,7 @@ class Problem:
     # Decoding hooks of problems whose outputs have a structure (parsing: trees).
 
     def search_constraint(self, vocabulary):
-        """A search constraint (see t2t_lite.decoding) every decode uses, or None."""
+        """A search constraint (see t2t_lite.decoding.search) every decode uses, or None."""
         return None
 
     def tf_postprocess(self, vocabulary):
@@ -139,7 +139,7 @@ class Problem:
                     continue
                 inputs = vocabulary.encode(pair[0]) + [EOS_ID]
                 targets = vocabulary.encode_target(pair[1]) + [EOS_ID]
-                writers[examples % len(writers)].write(data.serialize_example(inputs, targets))
+                writers[examples % len(writers)].write(pipeline.serialize_example(inputs, targets))
                 lengths[max(len(inputs), len(targets))] += 1
                 examples += 1
         finally:
@@ -155,11 +155,11 @@ class Problem:
                     len(paths), skipped_note)
 
     def dataset(self, split, data_dir, hparams, *, training, input_context=None, seed=None):
-        """Batches of ({"inputs", "targets"}, targets) for `split`; see data.make_dataset."""
+        """Batches of ({"inputs", "targets"}, targets) for `split`; see pipeline.make_dataset."""
         self._check_has_data(split, data_dir)
         if training:
             self._report_length_filter(data_dir, hparams.max_length)
-        return data.make_dataset(self.shard_paths(split, data_dir), hparams.batch_size,
+        return pipeline.make_dataset(self.shard_paths(split, data_dir), hparams.batch_size,
                                  hparams.max_length, training=training,
                                  input_context=input_context, seed=seed)
 
@@ -167,7 +167,7 @@ class Problem:
         """{"inputs", "targets"} id sequences (with EOS) of `split`, one by one, in the order of
         its text pairs: unbatched, so that a sample of them is not biased by length buckets."""
         self._check_has_data(split, data_dir)
-        return data.read_in_written_order(self.shard_paths(split, data_dir))
+        return pipeline.read_in_written_order(self.shard_paths(split, data_dir))
 
     def _check_has_data(self, split, data_dir):
         if split not in self.num_shards:

@@ -19,11 +19,11 @@ import tempfile
 
 import numpy as np
 
-from t2t_lite.checkpoints import resolve_checkpoint
-from t2t_lite.errors import UserError
-from t2t_lite.export import new_version
-from t2t_lite.files import write_bytes_atomically
-from t2t_lite.text import EOS_ID, PAD_ID, UNK_ID
+from t2t_lite.data.vocabulary import EOS_ID, PAD_ID, UNK_ID
+from t2t_lite.export.saved_model import new_version
+from t2t_lite.training.checkpoints import resolve_checkpoint
+from t2t_lite.utils.errors import UserError
+from t2t_lite.utils.files import write_bytes_atomically
 
 logger = logging.getLogger("t2t_lite")
 

@@ -1,0 +1,1 @@
+"""Problems, vocabularies, users' files and the input pipeline."""

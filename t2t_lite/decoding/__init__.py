@@ -1,0 +1,1 @@
+"""Decoding: the search, the Translator and its engines, attention weights."""

@@ -1,0 +1,1 @@
+"""Evaluation: the Evaluator, the metrics (sacreBLEU, chrF) and EVALB-exact F1."""

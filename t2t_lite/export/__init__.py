@@ -1,0 +1,1 @@
+"""Exporting a trained model: SavedModel, CTranslate2, and the registry of engines."""

@@ -1,0 +1,1 @@
+"""Training: schedule, loss, the training loop, distribution, checkpoints."""

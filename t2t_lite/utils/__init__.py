@@ -1,0 +1,1 @@
+"""Small helpers every layer uses: user-facing errors and files written atomically."""
