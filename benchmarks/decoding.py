@@ -51,8 +51,7 @@ def no_eos_model(shape):
     early, so that every run generates OUTPUT_LENGTH tokens."""
     from keras import ops
 
-    from t2t_lite.config import HParams
-    from t2t_lite.data.vocabulary import EOS_ID
+    from t2t_lite.config import EOS_ID, HParams
     from t2t_lite.models.transformer import Transformer
 
     class NoEosTransformer(Transformer):

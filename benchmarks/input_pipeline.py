@@ -25,8 +25,8 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite import registry
+from t2t_lite.config import EOS_ID, PAD_ID
 from t2t_lite.data import pipeline as data
-from t2t_lite.data.vocabulary import EOS_ID, PAD_ID
 from t2t_lite.training.trainer import Trainer
 
 

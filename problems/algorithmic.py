@@ -1,4 +1,5 @@
-"""Generated algorithmic problems in the spirit of tensor2tensor's: no download, learnable in minutes.
+"""Generated algorithmic problems in the spirit of tensor2tensor's: no download, learnable in
+minutes.
 
 Sequences are space-separated integer symbols. The splits are disjoint by construction: a sequence
 belongs to the split its hash selects, so held-out accuracy is never inflated by memorized examples.

@@ -14,7 +14,7 @@ import logging
 import os
 import re
 
-from t2t_lite.data.problem import Problem
+from t2t_lite.data.problem import Postprocessed, Problem
 from t2t_lite.data.vocabulary import SentencePieceVocabulary
 from t2t_lite.evaluation import evalb
 from t2t_lite.problems.own_files import OwnFilesProblem, check_new_name
@@ -34,14 +34,14 @@ class ParsingProblem(Problem):
     ill-formed; `repaired` in the metrics is the share of decoded outputs that needed it.
     """
 
+    reference_unit = "references"
+
     vocab_size = 16000  # subwords of the sentences (the paper's WSJ-only setting)
     num_shards = {"train": 10, "dev": 1, "test": 1}
     metric_names = ("f1", "precision", "recall", "evalb_errors", "repaired")
     lower_is_better = ("evalb_errors", "repaired")
 
     def __init__(self):
-        # Outputs postprocess repaired since the last decode_metrics, which reports their share.
-        self.repaired_outputs = 0
         self._symbols = None  # (tags, labels), known once the vocabulary is loaded
 
     def tree_files(self, split, raw_dir):
@@ -107,23 +107,22 @@ class ParsingProblem(Problem):
 
     def postprocess(self, source_text, output_text):
         """The Penn-bracket tree of a linearized output over the source's words (see
-        problems.trees.delinearize); empty for an empty source."""
+        problems.trees.delinearize), and whether it had to be repaired; empty for an empty
+        source."""
         words = source_text.split()
         if not words:
-            return ""
+            return Postprocessed("", False)
         if self._symbols is None:
             raise RuntimeError("postprocess needs the tags and labels: load the vocabulary")
         tree, repaired = delinearize(output_text.split(), words, *self._symbols)
-        self.repaired_outputs += repaired
-        return str(tree)
+        return Postprocessed(str(tree), repaired)
 
-    def decode_metrics(self, hypotheses, references):
+    def decode_metrics(self, hypotheses, references, *, repaired=0, bleu_tokenize=None):
         """EVALB's F1, precision and recall (COLLINS.prm, in 0..100) of postprocessed trees over
         the sentences it scores; the share it leaves out as errors (a word tagged as punctuation
         in one tree only), without which F1 could look high on a few sentences; and the share of
-        trees postprocess had to repair."""
+        trees postprocess had to repair (`repaired` of them)."""
         summary = evalb.evaluate(references, hypotheses)
-        repaired, self.repaired_outputs = self.repaired_outputs, 0
         total = max(1, len(hypotheses))
         return {"f1": summary.f1, "precision": summary.precision, "recall": summary.recall,
                 "evalb_errors": summary.errors / total, "repaired": repaired / total}
@@ -132,8 +131,9 @@ class ParsingProblem(Problem):
         """Gold trees of a bracket file (one or several lines each), cleaned, as one line each."""
         return [str(tree) for tree in (clean(t) for t in read_trees(path)) if tree is not None]
 
-    def reference_report(self, hypotheses, references):
-        repaired, self.repaired_outputs = self.repaired_outputs, 0
+    def reference_report(self, hypotheses, references, *, repaired=0, bleu_tokenize=None,
+                         lowercase=False):
+        """EVALB's summary line; the log says how many of the trees needed repair."""
         logger.info("%d of %d trees needed repair", repaired, len(hypotheses))
         return str(evalb.evaluate(references, hypotheses))
 

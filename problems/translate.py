@@ -28,7 +28,6 @@ class TranslationProblem(Problem):
     num_shards = {"train": 100, "dev": 1, "test": 1}
     metric_names = ("bleu", "chrf")
     target_language = None  # an ISO 639-1 code; it picks BLEU's tokenizer (zh, ja-mecab, 13a)
-    bleu_tokenize = None  # sacreBLEU's tokenizer, if not the target language's (--bleu_tokenize)
 
     def vocabulary_path(self, data_dir):
         return sentencepiece_path(self, data_dir)
@@ -36,12 +35,14 @@ class TranslationProblem(Problem):
     def vocabulary(self, data_dir):
         return SentencePieceVocabulary.load(sentencepiece_path(self, data_dir, must_exist=True))
 
-    def bleu_tokenizer(self):
-        return self.bleu_tokenize or bleu_tokenizer_for(self.target_language)
+    def bleu_tokenizer(self, requested=None):
+        """`requested` (--bleu_tokenize), or the target language's tokenizer."""
+        return requested or bleu_tokenizer_for(self.target_language)
 
-    def decode_metrics(self, hypotheses, references):
-        """Corpus BLEU (cased, with the target language's tokenizer) and chrF, in 0..100."""
-        score, _ = bleu(hypotheses, references, self.bleu_tokenizer())
+    def decode_metrics(self, hypotheses, references, *, repaired=0, bleu_tokenize=None):
+        """Corpus BLEU (cased, with the target language's tokenizer unless `bleu_tokenize`) and
+        chrF, in 0..100."""
+        score, _ = bleu(hypotheses, references, self.bleu_tokenizer(bleu_tokenize))
         return {"bleu": score.score, "chrf": chrf(hypotheses, references)}
 
     def build_vocabulary(self, data_dir, raw_dir):

@@ -14,13 +14,8 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from t2t_lite.data.vocabulary import (
-    EOS_ID,
-    SentencePieceVocabulary,
-    Vocabulary,
-    strip_ids,
-    tf_strip_mask,
-)
+from t2t_lite.config import EOS_ID
+from t2t_lite.data.vocabulary import SentencePieceVocabulary, Vocabulary, strip_ids, tf_strip_mask
 from t2t_lite.problems.trees import FILLER_TAG, ROOT
 from t2t_lite.utils.errors import UserError
 
@@ -123,8 +118,8 @@ class ParsingVocabulary(Vocabulary):
 
 
 class TreeConstraint:
-    """The decoding constraint (see t2t_lite.decoding.search) that allows only well-formed trees with
-    one tag per source word: a closer only for the innermost open constituent once it holds a
+    """The decoding constraint (see t2t_lite.decoding.search) that allows only well-formed trees
+    with one tag per source word: a closer only for the innermost open constituent once it holds a
     word, a tag or label only while words remain, EOS only when every constituent is closed and
     every word tagged, and nothing that could not be completed within the length limit.
 

@@ -141,10 +141,10 @@ def delinearize(symbols, words, tags, labels):
     """(tree, repaired): the tree of a linearized output over `words`, and whether the output was
     not a well-formed tree with one tag per word and had to be repaired.
 
-    `tags` and `labels` are the sets of tags and constituent labels. Repair: symbols that are neither a tag nor a
-    label, tags beyond the words' number and closers of no open constituent are dropped,
-    constituents left open are closed, empty ones dropped, and words without a tag are attached
-    to the root as (XX word).
+    `tags` and `labels` are the sets of tags and constituent labels. Repair: symbols that are
+    neither a tag nor a label, tags beyond the words' number and closers of no open constituent
+    are dropped, constituents left open are closed, empty ones dropped, and words without a tag
+    are attached to the root as (XX word).
     """
     root = Tree(ROOT, [])
     stack = [root]

@@ -1,13 +1,22 @@
-"""HParams: the typed, frozen settings of a model and its training.
+"""The settings of an experiment as typed, frozen values, each checked once when made.
 
-Unlike tensor2tensor's HParams, an override with an unknown name or a value of the wrong type is an
-error, not a silently added attribute. Defaults are the paper's base model (Vaswani et al. 2017).
+HParams: how big the model is and how it trains (recorded in the model_dir); unlike
+tensor2tensor's, an override with an unknown name or a value of the wrong type is an error, not a
+silently added attribute, and the defaults are the paper's base model (Vaswani et al. 2017).
+TrainConfig: how one training run trains, evaluates and keeps checkpoints (the trainer's flags).
 """
 
 import dataclasses
 import json
 
 from t2t_lite.utils.errors import UserError, did_you_mean
+
+# Ids every vocabulary reserves and the model relies on, as in tensor2tensor: PAD pads and is the
+# decoder's start symbol, EOS ends every sequence, UNK (SentencePiece only) is never produced
+# since unknown characters fall back to bytes.
+PAD_ID = 0
+EOS_ID = 1
+UNK_ID = 2
 
 
 class HParamsError(UserError, ValueError):
@@ -132,3 +141,75 @@ def _parse(name, kind, text):
         return kind(text)
     except ValueError:
         raise HParamsError(f"hparam {name} expects {kind.__name__}, got '{text}'") from None
+
+
+class TrainConfigError(UserError, ValueError):
+    """A training option out of its range, or options that contradict each other."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """How a training run trains, evaluates and keeps checkpoints: the trainer's flags, named as
+    the flags (`--eval_every` is eval_every), so that the CLI, the Runner and the tests share one
+    checked value. Checks that need the problem (which metrics keep_best_by may name) are the
+    Evaluator's.
+    """
+
+    train_steps: int = 100_000  # total optimizer updates, counting those of earlier runs
+    eval_every: int = 1000  # 0: only at the end
+    save_every: int | None = None  # None: eval_every, or only at the end
+    eval_steps: int | None = None  # dev batches per teacher-forced evaluation; None: all
+    eval_decode_examples: int = 3000  # decoded dev examples (a sample when more); 0: none
+    eval_decode_every: int | None = None  # decode at evaluations that are multiples of it
+    eval_beam_size: int = 1  # 1: greedy
+    keep_best_by: str | None = None  # a metric name: keep the best checkpoint as best/
+    early_stopping: int = 0  # evaluations without improvement of keep_best_by; 0: never
+    early_stopping_min_delta: float = 0.0
+    average_last: int = 0  # average the last N checkpoints into avg/ at the end
+    average_best: int = 0  # ... or the N best by keep_best_by
+    keep_checkpoints: int = 20
+    log_every: int = 100
+    random_seed: int | None = None
+    jit_compile: bool = False
+    bleu_tokenize: str | None = None  # sacreBLEU's tokenizer for dev BLEU; None: the language's
+
+    def __post_init__(self):
+        at_least = {name: 1 for name in ("train_steps", "save_every", "eval_steps",
+                                         "eval_decode_every", "eval_beam_size",
+                                         "keep_checkpoints", "log_every")}
+        at_least.update({name: 0 for name in ("eval_every", "eval_decode_examples",
+                                              "early_stopping", "average_last",
+                                              "average_best")})
+        for name, lowest in at_least.items():
+            value = getattr(self, name)
+            if value is not None and value < lowest:
+                wanted = "be positive" if lowest else "not be negative"
+                raise TrainConfigError(f"--{name} must {wanted}, got {value}")
+        if self.eval_decode_every and self.eval_every and self.eval_decode_every % self.eval_every:
+            raise TrainConfigError(f"--eval_decode_every={self.eval_decode_every} must be a "
+                                   f"multiple of --eval_every={self.eval_every}")
+        if self.early_stopping_min_delta < 0:
+            raise TrainConfigError("--early_stopping_min_delta must not be negative, got "
+                                   f"{self.early_stopping_min_delta}")
+        if self.average_last and self.average_best:
+            raise TrainConfigError("pass --average_last or --average_best, not both")
+        if self.early_stopping and not self.keep_best_by:
+            raise TrainConfigError("--early_stopping needs --keep_best_by: the metric whose "
+                                   "improvement it watches (e.g. bleu or loss)")
+        if self.average_best and not self.keep_best_by:
+            raise TrainConfigError("--average_best needs --keep_best_by: the metric that ranks "
+                                   "the checkpoints")
+
+    @property
+    def save_interval(self):
+        """Updates between checkpoints: save_every, or eval_every, or only at the end."""
+        return self.save_every or self.eval_every or self.train_steps
+
+    def decodes_at(self, step):
+        """Whether the periodic evaluation at `step` decodes (the final one always does, unless
+        eval_decode_examples is 0)."""
+        return self.eval_decode_examples != 0 and (
+            not self.eval_decode_every or step % self.eval_decode_every == 0)
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)

@@ -101,11 +101,13 @@ def hparams(name):
 
 def help_string():
     sections = [("Problems", problems.names()), ("hparams sets", hparams_sets.names())]
-    return "\n".join(f"{title}:\n" + "".join(f"  {n}\n" for n in names) for title, names in sections)
+    return "\n".join(f"{title}:\n" + "".join(f"  {n}\n" for n in names)
+                     for title, names in sections)
 
 
 def import_usr_dir(path):
-    """Imports a user's module or package (like tensor2tensor's --t2t_usr_dir) so it can register."""
+    """Imports a user's module or package (like tensor2tensor's --t2t_usr_dir) so that it can
+    register problems and hparams sets."""
     path = os.path.abspath(os.path.expanduser(path))
     is_package = os.path.isdir(path)
     init = os.path.join(path, "__init__.py") if is_package else path

@@ -1,59 +1,74 @@
-"""Runner: one experiment in a model_dir (problem, hparams, data), trained and evaluated.
+"""Runner: the one composer. From a ModelDir and the Experiment it records, it builds the
+collaborators (problem, vocabulary, model, Trainer, Evaluator, translators of every engine) and
+wires them, as OpenNMT-tf's `runner.py` does; nothing below it takes a Runner.
 
-A model_dir remembers how it was made in hparams.json and problem.json, so resuming, decoding and
-exporting never need those flags again, and a flag that contradicts them is refused.
+A model_dir remembers how it was made, so resuming, decoding and exporting never need those flags
+again, and a flag that contradicts them is refused (but training-only hparams, which a resumed
+run may change and records).
 """
 
-import contextlib
-import json
 import logging
 import os
-import shutil
-import tempfile
 import time
 
 import keras
 import tensorflow as tf
 
 from t2t_lite import registry
-from t2t_lite.config import TRAINING_ONLY, HParams
+from t2t_lite.config import TRAINING_ONLY
 from t2t_lite.decoding.attention import attention_weights
-from t2t_lite.decoding.translator import Translator
-from t2t_lite.evaluation.evaluator import DECODE_EXAMPLES, Evaluator
+from t2t_lite.evaluation.evaluator import Evaluator
+from t2t_lite.export.engines import TrainedModel, make_engine, make_exporter
+from t2t_lite.model_dir import Experiment, ModelDir
+from t2t_lite.models.transformer import create_model
+from t2t_lite.training import distribution
+from t2t_lite.training.averaging import average_checkpoints
 from t2t_lite.training.checkpoints import (
     DamagedCheckpoint,
-    checkpoint_step,
+    checkpoint_paths,
     forget_checkpoint,
+    latest_step,
     resolve_checkpoint,
     restore_existing,
 )
-from t2t_lite.training.trainer import Trainer, create_model, worker_index
+from t2t_lite.training.trainer import Trainer
 from t2t_lite.utils.errors import UserError
-from t2t_lite.utils.files import exclusive_lock, make_directory, write_text_atomically
+from t2t_lite.utils.files import absolute, exclusive_lock, make_directory
 
 logger = logging.getLogger("t2t_lite")
 
-HPARAMS_FILE = "hparams.json"
-HPARAMS_HISTORY = "changed_on_resume"  # in HPARAMS_FILE: [{"step": N, name: [old, new], ...}]
-PROBLEM_FILE = "problem.json"
-
 
 class Runner:
-    def __init__(self, model_dir, problem_name, hparams_set, hparams, data_dir):
+    """The experiment recorded in `model_dir` (a ModelDir), as `experiment` says it is made."""
+
+    def __init__(self, model_dir, experiment):
         self.model_dir = model_dir
-        self.problem_name = problem_name
-        self.hparams_set = hparams_set
-        self.problem = registry.problem(problem_name, data_dir)
-        self.hparams = hparams
-        self.data_dir = data_dir
+        self.experiment = experiment
+        self.problem = registry.problem(experiment.problem, experiment.data_dir)
         self._vocabulary = None
+
+    @property
+    def problem_name(self):
+        return self.experiment.problem
+
+    @property
+    def hparams_set(self):
+        return self.experiment.hparams_set
+
+    @property
+    def hparams(self):
+        return self.experiment.hparams
+
+    @property
+    def data_dir(self):
+        return self.experiment.data_dir
 
     @classmethod
     def create_or_resume(cls, model_dir, problem_name=None, hparams_set=None, overrides="",
                          data_dir=None):
         """A new experiment from the flags, or the one saved in model_dir if there is one."""
-        model_dir = _absolute(model_dir)
-        if os.path.exists(os.path.join(model_dir, HPARAMS_FILE)):
+        model_dir = ModelDir(model_dir)
+        if model_dir.has_experiment():
             runner = cls.from_model_dir(model_dir, data_dir)
             runner._check_flags_agree(problem_name, hparams_set, overrides)
             return runner
@@ -61,29 +76,18 @@ class Runner:
             raise UserError(f"{model_dir} holds no experiment yet: pass --problem and "
                             "--hparams_set to start one")
         hparams = registry.hparams(hparams_set).override(overrides)
-        runner = cls(model_dir, problem_name, hparams_set, hparams,
-                     _absolute(data_dir or os.path.join(model_dir, "data")))
-        make_directory(model_dir, "model_dir")
-        runner._write_hparams(history=[])
-        write_text_atomically(
-            os.path.join(model_dir, PROBLEM_FILE),
-            json.dumps({"problem": problem_name, "hparams_set": hparams_set,
-                        "data_dir": runner.data_dir}, indent=2) + "\n")
+        experiment = Experiment(problem_name, hparams_set, hparams,
+                                absolute(data_dir or model_dir.default_data_dir))
+        runner = cls(model_dir, experiment)
+        make_directory(model_dir.path, "model_dir")
+        model_dir.write_experiment(experiment)
         return runner
 
     @classmethod
     def from_model_dir(cls, model_dir, data_dir=None):
         """The experiment saved in model_dir; data_dir overrides where its data now lives."""
-        model_dir = _absolute(model_dir)
-        try:
-            hparams = HParams.from_dict(_read_hparams_file(model_dir)[0])
-            with open(os.path.join(model_dir, PROBLEM_FILE), encoding="utf-8") as f:
-                saved = json.load(f)
-        except FileNotFoundError as error:
-            raise UserError(f"{model_dir} is not a t2t_lite model_dir ({error.filename} is "
-                            "missing): train one there with t2t-lite-trainer") from None
-        return cls(model_dir, saved["problem"], saved["hparams_set"], hparams,
-                   _absolute(data_dir) if data_dir else saved["data_dir"])
+        model_dir = ModelDir(model_dir)
+        return cls(model_dir, model_dir.read_experiment(data_dir))
 
     def _check_flags_agree(self, problem_name, hparams_set, overrides):
         for flag, given, saved in (("problem", problem_name, self.problem_name),
@@ -97,7 +101,7 @@ class Runner:
         refused = [name for name in differing if name not in TRAINING_ONLY]
         if refused:
             raise UserError(f"{self.model_dir} was trained with other values of "
-                            f"{', '.join(refused)} (see its {HPARAMS_FILE}), which shape the "
+                            f"{', '.join(refused)} (see its hparams.json), which shape the "
                             "model: use a new --model_dir or drop those --hparams (only "
                             f"{', '.join(TRAINING_ONLY)} may change on resume)")
         if differing:
@@ -105,22 +109,15 @@ class Runner:
 
     def _change_training_hparams(self, changed, names):
         """Resumes with other values of training-only hparams, logged and recorded in
-        HPARAMS_FILE with the step they apply from."""
-        latest = tf.train.latest_checkpoint(self.model_dir)
-        step = checkpoint_step(latest) if latest else 0
+        hparams.json with the step they apply from."""
+        step = latest_step(self.model_dir.path)
         change = {name: [getattr(self.hparams, name), getattr(changed, name)] for name in names}
         logger.info("from step %d on, %s", step, ", ".join(
             f"{name} {old} -> {new}" for name, (old, new) in change.items()))
-        self.hparams = changed
-        history = _read_hparams_file(self.model_dir)[1]
-        self._write_hparams(history + [{"step": step, **change}])
-
-    def _write_hparams(self, history):
-        values = self.hparams.to_dict()
-        if history:
-            values[HPARAMS_HISTORY] = history
-        write_text_atomically(os.path.join(self.model_dir, HPARAMS_FILE),
-                              json.dumps(values, indent=2, sort_keys=True) + "\n")
+        self.experiment = self.experiment.replace(
+            hparams=changed,
+            changed_on_resume=self.experiment.changed_on_resume + ({"step": step, **change},))
+        self.model_dir.write_hparams(self.experiment)
 
     @property
     def vocabulary(self):
@@ -128,47 +125,57 @@ class Runner:
             self._vocabulary = self.problem.vocabulary(self.data_dir)
         return self._vocabulary
 
+    # Models and the engines that run them.
+
     def restored_model(self, checkpoint_path=None):
         """The model of checkpoint_path (a checkpoint or a directory of them), or of the latest
         checkpoint in model_dir; without its optimizer."""
-        path = resolve_checkpoint(self.model_dir, checkpoint_path)
+        path = resolve_checkpoint(self.model_dir.path, checkpoint_path)
         model = create_model(self.hparams, self.vocabulary.size)
         try:
             restore_existing(tf.train.Checkpoint(model=model), path)
         except AssertionError:
             raise UserError(f"{path} does not hold the weights of the model in "
-                            f"{self.model_dir}/{HPARAMS_FILE}") from None
+                            f"{self.model_dir}/hparams.json") from None
         logger.info("restored %s", path)
         return model
 
+    def trained_model(self, checkpoint_path=None, model=None):
+        """What an engine runs: `model`, or the model of checkpoint_path (default: the latest
+        checkpoint), restored when first needed."""
+        return TrainedModel(self.model_dir, self.problem, self.vocabulary, self.hparams,
+                            self.restored_model, checkpoint_path, model)
+
+    def decoding_hparams(self, **decoding):
+        """The hparams with the decoding ones changed (beam_size, alpha, extra_length; None keeps
+        a value)."""
+        return self.hparams.replace(**{name: value for name, value in decoding.items()
+                                       if value is not None})
+
     def translator(self, model=None, *, checkpoint_path=None, batch_size=32,
                    engine="tensorflow", quantization="float32", **decoding):
-        """A Translator of `model` (default: restored from checkpoint_path or the latest
-        checkpoint) with the model_dir's decoding hparams changed by `decoding` (beam_size,
-        alpha, extra_length; None keeps a value). engine="ctranslate2" gives a
-        CTranslate2Translator of the checkpoint, in `quantization`, instead."""
-        changes = {name: value for name, value in decoding.items() if value is not None}
-        hparams = self.hparams.replace(**changes)
-        if engine == "ctranslate2":
-            from t2t_lite.decoding.ctranslate2_translator import ctranslate2_translator
+        """A translator of `engine` (see t2t_lite.export.engines) running `model` (default:
+        restored from checkpoint_path or the latest checkpoint) with the model_dir's decoding
+        hparams changed by `decoding` (beam_size, alpha, extra_length)."""
+        return make_engine(engine).translator(self.trained_model(checkpoint_path, model),
+                                              self.decoding_hparams(**decoding), batch_size,
+                                              quantization)
 
-            if self.problem.search_constraint(self.vocabulary) is not None:
-                raise UserError(f"{self.problem.name} needs a constrained search (e.g. to well-"
-                                "formed trees), which CTranslate2 cannot run: use "
-                                "--engine=tensorflow")
-
-            return ctranslate2_translator(self, checkpoint_path, hparams, batch_size,
-                                          quantization)
-        if model is None:
-            model = self.restored_model(checkpoint_path)
-        return Translator(model, self.vocabulary, hparams, batch_size,
-                          self.problem.search_constraint(self.vocabulary),
-                          self.problem.tf_postprocess(self.vocabulary))
+    def export(self, format_name="saved_model", export_dir=None, *, checkpoint_path=None,
+               quantization="float32", **decoding):
+        """Writes the model as a new numbered version of export_dir (default: MODEL_DIR/export,
+        or the format's own) in `format_name`; returns the version's path."""
+        exporter = make_exporter(format_name)
+        return exporter.export(self.trained_model(checkpoint_path),
+                               self.decoding_hparams(**decoding),
+                               export_dir or self.model_dir.export_dir(format_name),
+                               quantization)
 
     def attention(self, sources, targets=None, *, translator=None, checkpoint_path=None):
-        """The attention weights (t2t_lite.decoding.attention.Attention) of each source with its target,
-        or without targets with its translation by `translator` (default: the decoder's beam
-        search on checkpoint_path, or the latest checkpoint), whose model is explained."""
+        """The attention weights (t2t_lite.decoding.attention.Attention) of each source with
+        its target, or without targets with its translation by `translator` (default: the
+        decoder's beam search on checkpoint_path, or the latest checkpoint), whose model is
+        explained."""
         if translator is None:
             translator = self.translator(checkpoint_path=checkpoint_path)
         if targets is None:
@@ -180,12 +187,12 @@ class Runner:
         return attention_weights(translator, [encode(s) for s in sources],
                                  [encode(t) for t in targets])
 
-    def use_bleu_tokenizer(self, name):
-        """Scores BLEU with sacreBLEU's tokenizer `name`, not the target language's."""
-        if not hasattr(self.problem, "bleu_tokenize"):
-            raise UserError(f"--bleu_tokenize={name}: {self.problem.name} is not scored with "
-                            f"BLEU but with {', '.join(self.problem.metric_names)}")
-        self.problem.bleu_tokenize = name
+    def evaluator(self, translator, split="dev", bleu_tokenize=None):
+        """An Evaluator of `translator` on all of `split`, as the decoder's --split scores it."""
+        return Evaluator(self.problem, translator, self.data_dir, split=split,
+                         decode_examples=None, bleu_tokenize=bleu_tokenize)
+
+    # Data and training.
 
     def prepare_data(self, generate=False, raw_dir=None, strategy=None, poll_seconds=2.0):
         """Runs datagen when data is missing and the user asked, or the problem needs no download.
@@ -200,7 +207,7 @@ class Runner:
                 f"no data for problem {self.problem.name} in {self.data_dir}: run "
                 f"`t2t-lite-datagen --problem={self.problem.name} --data_dir={self.data_dir}` "
                 "or pass --generate_data")
-        if strategy is not None and worker_index(strategy)[0] != 0:
+        if strategy is not None and distribution.worker_index(strategy)[0] != 0:
             logger.info("waiting for the chief to generate data for %s in %s",
                         self.problem.name, self.data_dir)
             while not self._has_training_data():
@@ -215,14 +222,14 @@ class Runner:
     def trainer(self, strategy=None, jit_compile=False):
         """A Trainer restored from the latest checkpoint in model_dir, if any."""
         trainer = Trainer(self.hparams, self.vocabulary.size, strategy, jit_compile)
-        latest = tf.train.latest_checkpoint(self.model_dir)
+        latest = tf.train.latest_checkpoint(self.model_dir.path)
         if latest:
             try:
                 restore_existing(trainer.checkpoint, latest)
             except DamagedCheckpoint as error:
                 logger.warning("%s: resuming from the newest intact one before it",
                                error.damage)
-                forget_checkpoint(self.model_dir, latest)
+                forget_checkpoint(self.model_dir.path, latest)
                 return self.trainer(strategy, jit_compile)
             except ValueError as error:  # e.g. the embeddings of another vocabulary size
                 raise UserError(
@@ -232,100 +239,76 @@ class Runner:
             logger.info("restored %s (step %d)", latest, trainer.step)
         return trainer
 
-    def train(self, train_steps, *, strategy=None, trainer=None, jit_compile=False, seed=None,
-              eval_every=1000, save_every=None, eval_steps=None,
-              decode_examples=DECODE_EXAMPLES, decode_every=None, beam_size=1,
-              keep_best_by=None, early_stopping=0, min_delta=0.0, average_last=0,
-              average_best=0, keep_checkpoints=20, log_every=100):
-        """Trains to `train_steps`, checkpointing and evaluating on dev along the way; returns
-        the final evaluation.
+    def train(self, config, *, strategy=None, trainer=None):
+        """Trains as the TrainConfig `config` says (to config.train_steps updates), checkpointing
+        and evaluating on dev along the way; returns the final evaluation.
 
-        Resumes from the latest checkpoint in model_dir, data position included. Evaluations
-        every `decode_every` updates (default: each one) and the final one also decode a
-        representative sample of at most `decode_examples` dev examples (greedy, or beam search
-        when beam_size > 1) for the problem's metrics (see t2t_lite.evaluation.evaluator). With
-        keep_best_by, the checkpoint with the best value of that metric so far is kept as the
-        model_dir `best/`, and `early_stopping` N ends training after N evaluations that did not
-        improve it by more than min_delta. `average_last` N (or `average_best` N, by
-        keep_best_by) averages those checkpoints at the end into the model_dir `avg/` and
-        reports its metrics beside the last and the best checkpoint's. `seed` makes
-        initialization, dropout and the order of the data repeatable. Under
-        MultiWorkerMirroredStrategy every worker runs this; only the chief writes into model_dir
-        (the others write into a temporary directory).
+        Resumes from the latest checkpoint in model_dir, data position included. See
+        t2t_lite.evaluation.evaluator for the evaluations, the best checkpoint (best/), early
+        stopping and the average at the end (avg/). Under MultiWorkerMirroredStrategy every
+        worker runs this; only the chief writes into model_dir (the others write into a
+        temporary directory).
         """
-        if average_best and not keep_best_by:
-            raise UserError("--average_best needs --keep_best_by: the metric that ranks the "
-                            "checkpoints")
         strategy = trainer.strategy if trainer else strategy or tf.distribute.get_strategy()
-        with self._lock(strategy), _write_dir(self.model_dir, strategy) as write_dir:
+        with self._lock(strategy), distribution.write_dir(self.model_dir.path,
+                                                          strategy) as write_path:
+            output_dir = ModelDir(write_path)
             if trainer is None:
-                if seed is not None:
-                    keras.utils.set_random_seed(seed)
-                trainer = self.trainer(strategy, jit_compile)
-            resume_from = tf.train.latest_checkpoint(self.model_dir)  # the one trainer() restored
+                if config.random_seed is not None:
+                    keras.utils.set_random_seed(config.random_seed)
+                trainer = self.trainer(strategy, config.jit_compile)
+            resume_from = tf.train.latest_checkpoint(self.model_dir.path)  # trainer() restored it
             evaluator = Evaluator(
-                self, self.translator(trainer.model, beam_size=beam_size), trainer=trainer,
-                eval_steps=eval_steps, decode_examples=decode_examples,
-                keep_best_by=keep_best_by, early_stopping=early_stopping, min_delta=min_delta,
-                output_dir=write_dir)
+                self.problem, self.translator(trainer.model, beam_size=config.eval_beam_size),
+                self.data_dir, trainer=trainer, eval_steps=config.eval_steps,
+                decode_examples=config.eval_decode_examples, keep_best_by=config.keep_best_by,
+                early_stopping=config.early_stopping, min_delta=config.early_stopping_min_delta,
+                model_dir=self.model_dir, output_dir=output_dir,
+                bleu_tokenize=config.bleu_tokenize)
             logger.info("training %s with %s parameters on %d replica(s), step %d of %d",
                         self.problem.name, f"{trainer.model.count_params():,}",
-                        strategy.num_replicas_in_sync, trainer.step, train_steps)
+                        strategy.num_replicas_in_sync, trainer.step, config.train_steps)
 
             def dataset_fn(input_context):
                 return self.problem.dataset("train", self.data_dir, self.hparams, training=True,
-                                            input_context=input_context, seed=seed)
+                                            input_context=input_context,
+                                            seed=config.random_seed)
 
             def evaluate_before_the_end(step):
                 """Returns True to stop training early."""
-                if step == train_steps:
+                if step == config.train_steps:
                     return False
-                evaluator.evaluate(step, decode=not decode_every or step % decode_every == 0)
+                evaluator.evaluate(step, decode=config.decodes_at(step))
                 return evaluator.should_stop()
 
             if evaluator.should_stop():  # a resumed run that had stopped early
                 step = trainer.step
             else:
                 step = trainer.train(
-                    dataset_fn, train_steps, checkpoint_dir=write_dir,
-                    keep_checkpoints=keep_checkpoints, resume_from=resume_from,
-                    save_every=save_every or eval_every or train_steps, log_every=log_every,
-                    periodic=[(eval_every, evaluate_before_the_end)],
-                    summary_dir=os.path.join(write_dir, "train"))
+                    dataset_fn, config.train_steps, checkpoint_dir=write_path,
+                    keep_checkpoints=config.keep_checkpoints, resume_from=resume_from,
+                    save_every=config.save_interval, log_every=config.log_every,
+                    periodic=[(config.eval_every, evaluate_before_the_end)],
+                    summary_dir=output_dir.summaries("train"))
             metrics = evaluator.final(step)
-            if average_last or average_best:
-                evaluator.average(write_dir, last=average_last, best=average_best)
+            if config.average_last or config.average_best:
+                chosen, how = evaluator.checkpoints_to_average(
+                    checkpoint_paths(write_path), last=config.average_last,
+                    best=config.average_best)
+                if chosen:
+                    evaluator.report_average(output_dir.avg, self.average(
+                        chosen, output_dir.avg, replace=True), chosen, how)
             return metrics
+
+    def average(self, paths, output_dir, info=None, replace=False):
+        """Writes the average of the checkpoints `paths` as the model_dir output_dir (see
+        t2t_lite.training.averaging); returns its checkpoint's path."""
+        trainer = Trainer(self.hparams, self.vocabulary.size)
+        return average_checkpoints(trainer.model, trainer.optimizer, paths, self.model_dir,
+                                   output_dir, info, replace)
 
     def _lock(self, strategy):
         """One trainer per model_dir (and per worker of a multi-worker run)."""
-        index, workers = worker_index(strategy)
-        name = ".trainer.lock" if workers == 1 else f".trainer-worker-{index}.lock"
-        os.makedirs(self.model_dir, exist_ok=True)
-        return exclusive_lock(os.path.join(self.model_dir, name), self.model_dir)
-
-
-@contextlib.contextmanager
-def _write_dir(model_dir, strategy):
-    """model_dir on the chief; a temporary directory, removed at the end, on the other workers
-    of a multi-worker run, which must save alongside the chief but not over its files."""
-    if strategy.extended.should_checkpoint:
-        yield model_dir
-        return
-    temporary = tempfile.mkdtemp(prefix=f"t2t_lite-worker-{worker_index(strategy)[0]}-")
-    try:
-        yield temporary
-    finally:
-        shutil.rmtree(temporary, ignore_errors=True)
-
-
-def _read_hparams_file(model_dir):
-    """(The values of the hparams a model_dir trains with, their HPARAMS_HISTORY)."""
-    with open(os.path.join(model_dir, HPARAMS_FILE), encoding="utf-8") as f:
-        values = json.load(f)
-    return values, values.pop(HPARAMS_HISTORY, [])
-
-
-def _absolute(path):
-    return os.path.abspath(os.path.expanduser(path))
-
+        os.makedirs(self.model_dir.path, exist_ok=True)
+        return exclusive_lock(self.model_dir.trainer_lock(*distribution.worker_index(strategy)),
+                              self.model_dir.path)

@@ -26,7 +26,7 @@ class TrainedModel:
     def __init__(self, runner, metrics):
         self.runner = runner
         self.metrics = metrics
-        self.model_dir = runner.model_dir
+        self.model_dir = runner.model_dir.path
 
 
 def train_short_reverse(model_dir, overrides=""):

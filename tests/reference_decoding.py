@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 from keras import ops
 
-from t2t_lite.data.vocabulary import EOS_ID, PAD_ID
+from t2t_lite.config import EOS_ID, PAD_ID
 
 
 class UncachedDecoder:

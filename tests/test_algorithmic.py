@@ -7,7 +7,8 @@ import pytest
 
 from t2t_lite import registry
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
-from t2t_lite.data.vocabulary import EOS_ID, SymbolVocabulary
+from t2t_lite.config import EOS_ID
+from t2t_lite.data.vocabulary import SymbolVocabulary
 
 
 def small(problem_class, **examples):

@@ -11,8 +11,9 @@ import pytest
 from t2t_lite.decoding.attention import attention_weights
 from t2t_lite.config import HParams
 from t2t_lite.utils.errors import UserError
-from t2t_lite.data.vocabulary import EOS_ID, SymbolVocabulary
-from t2t_lite.training.trainer import create_model
+from t2t_lite.config import EOS_ID
+from t2t_lite.data.vocabulary import SymbolVocabulary
+from t2t_lite.models.transformer import create_model
 from t2t_lite.decoding.translator import Translator
 
 VOCABULARY = SymbolVocabulary(10)

@@ -8,11 +8,11 @@ import tensorflow as tf
 
 from cli_output import error_lines
 from t2t_lite import cli
-from t2t_lite.training.checkpoints import average_checkpoints, last_checkpoints
+from t2t_lite.training.checkpoints import last_checkpoints
 from t2t_lite.cli import avg_checkpoints
 from t2t_lite.evaluation.evaluator import Evaluator
 from t2t_lite.runner import Runner
-from t2t_lite.training.trainer import create_model
+from t2t_lite.models.transformer import create_model
 
 TINY = "num_encoder_layers=1,num_decoder_layers=1,d_model=16,d_ff=32,num_heads=2"
 
@@ -60,8 +60,7 @@ def is_model_weight(key):
 
 def test_averaged_weights_are_the_element_wise_mean(model_dir_with_checkpoints, tmp_path):
     runner = model_dir_with_checkpoints
-    path = average_checkpoints(runner, last_checkpoints(runner.model_dir, 3),
-                               str(tmp_path / "averaged"))
+    path = runner.average(last_checkpoints(runner.model_dir, 3), str(tmp_path / "averaged"))
     averaged = checkpoint_values(path)
     last_three = [checkpoint_values(f"{runner.model_dir}/ckpt-{step}")
                   for step in (200, 300, 400)]
@@ -109,8 +108,9 @@ def test_the_best_checkpoint_by_a_metric_is_kept(model_dir_with_checkpoints):
     best_dir = f"{runner.model_dir}/best"
 
     def evaluator(keep_best_by):
-        return Evaluator(runner, runner.translator(trainer.model), trainer=trainer,
-                         keep_best_by=keep_best_by, output_dir=runner.model_dir)
+        return Evaluator(runner.problem, runner.translator(trainer.model), runner.data_dir,
+                         trainer=trainer, keep_best_by=keep_best_by, model_dir=runner.model_dir,
+                         output_dir=runner.model_dir)
 
     by_accuracy, by_loss = evaluator("sequence_accuracy"), evaluator("loss")
     embeddings = {}

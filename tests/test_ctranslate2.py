@@ -21,7 +21,8 @@ from t2t_lite.cli import decoder, exporter
 from t2t_lite.config import HParams
 from t2t_lite.decoding.ctranslate2_translator import CTranslate2Translator
 from t2t_lite.models.transformer import Transformer
-from t2t_lite.data.vocabulary import EOS_ID, PAD_ID, SentencePieceVocabulary, SymbolVocabulary
+from t2t_lite.config import EOS_ID, PAD_ID
+from t2t_lite.data.vocabulary import SentencePieceVocabulary, SymbolVocabulary
 from t2t_lite.decoding.translator import Translator
 
 SOURCES = ["1 2 3", "", "7 7 0 5 1 2", "4", "9 8 7 6 5 4 3 2", " ".join(["3"] * 80), "6 2"]
@@ -148,11 +149,18 @@ def test_pad_is_never_output_even_by_a_model_that_prefers_it(tmp_path):
     assert [t.text for t in engine] == [t.text for t in expected]
 
 
+def conversion(runner):
+    """The decoder's cached CTranslate2 conversion of runner's latest checkpoint."""
+    trained = runner.trained_model()
+    return ctranslate2_export.cached_conversion(runner.model_dir, trained.checkpoint(),
+                                                trained.model, runner.vocabulary)
+
+
 @pytest.fixture(scope="module")
 def demo(trained_reverse):
     """The trained demo's restored model and its cached CTranslate2 conversion."""
     runner = trained_reverse.runner
-    return runner, runner.restored_model(), ctranslate2_export.cached_conversion(runner)
+    return runner, runner.restored_model(), conversion(runner)
 
 
 def test_the_trained_demo_converts_exactly(demo):
@@ -231,12 +239,12 @@ def test_a_newer_checkpoint_is_converted_anew(trained_reverse, tmp_path, capsys)
     shutil.copytree(trained_reverse.model_dir, model_dir,
                     ignore=shutil.ignore_patterns("ctranslate2", "export*", "eval", "train"))
     runner = Runner.from_model_dir(model_dir)
-    old = ctranslate2_export.cached_conversion(runner)
+    old = conversion(runner)
     model = runner.restored_model()
     model.embedding.embeddings.assign(model.embedding.embeddings * 0.5)
     tf.train.CheckpointManager(tf.train.Checkpoint(model=model), model_dir, max_to_keep=5).save(
         checkpoint_number=100_000)
-    new = ctranslate2_export.cached_conversion(runner)
+    new = conversion(runner)
     assert new != old and not os.path.exists(old)
     assert os.path.basename(new).startswith("ckpt-100000-")
     expected = runner.translator(beam_size=1).translate(SOURCES)

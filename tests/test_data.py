@@ -13,7 +13,7 @@ from t2t_lite.config import HParams
 from t2t_lite.data.pipeline import bucket_boundaries, read_examples
 from t2t_lite.utils.errors import UserError
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
-from t2t_lite.data.vocabulary import EOS_ID, PAD_ID
+from t2t_lite.config import EOS_ID, PAD_ID
 from t2t_lite.training.trainer import Trainer
 
 

@@ -91,11 +91,11 @@ def test_decoder_reads_stdin_line_by_line(trained_reverse, translator, monkeypat
     assert code == 0
     expected = [t.text for t in translator.translate(["1 2 3", "", "", "", "4 5"])]
     assert out.splitlines() == expected and expected[1] == ""  # one output line per input
-    assert "stdin line 2 is not valid UTF-8" in err and "stdin line 3: 'x' is not a symbol" in err
+    assert "stdin, line 2: invalid UTF-8" in err and "stdin line 3: 'x' is not a symbol" in err
 
 
 @pytest.mark.parametrize("content, flags, message", [
-    (b"1 2\n3 \xe9 4\n", [], "line 2 is not valid UTF-8"),
+    (b"1 2\n3 \xe9 4\n", [], "line 2: invalid UTF-8"),
     (b"1 2\n3 4 z\n", [], "src.txt line 2: 'z' is not a symbol"),
     (b"1 2\n3 4\n", ["--decode_reference=REF"], "has 1 lines but"),
     (b"1 2\n", ["--decode_reference=MISSING"], "cannot read"),
@@ -136,5 +136,5 @@ def test_a_piped_decoder_writes_one_line_per_input_line(trained_reverse, transla
     expected = [t.text for t in translator.translate(["1 2 3", "", "", "6 2"])]
     assert result.stdout.decode().split("\n") == expected + [""]
     err = result.stderr.decode()
-    assert "restored" in err and "stdin line 2 is not valid UTF-8" in err
+    assert "restored" in err and "stdin, line 2: invalid UTF-8" in err
     assert "stdin line 3: 'x' is not a symbol" in err

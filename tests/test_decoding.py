@@ -11,7 +11,7 @@ from reference_decoding import (UncachedDecoder, as_sequence, exhaustive_search,
 from t2t_lite.config import HParams
 from t2t_lite.decoding.search import _top_k, beam_search, search
 from t2t_lite.models.transformer import Transformer
-from t2t_lite.data.vocabulary import EOS_ID, PAD_ID
+from t2t_lite.config import EOS_ID, PAD_ID
 
 # The reference decoders score the empty prefix, whose self-attention has one position.
 pytestmark = pytest.mark.filterwarnings("ignore:You are using a softmax over axis -1")

@@ -39,9 +39,10 @@ def free_ports(count):
 WORKER = """
 import json, logging, sys
 import numpy as np
+from t2t_lite.config import TrainConfig
 from t2t_lite.registry import import_usr_dir
 from t2t_lite.runner import Runner
-from t2t_lite.training.trainer import create_strategy
+from t2t_lite.training.distribution import create_strategy
 
 logging.basicConfig(stream=sys.stdout, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
 logging.getLogger("t2t_lite").setLevel(logging.INFO)
@@ -51,8 +52,9 @@ strategy = create_strategy("auto")  # multi_worker, from TF_CONFIG
 runner = Runner.create_or_resume(model_dir, "test_short_reverse", "transformer_tiny", overrides,
                                  data_dir)
 trainer = runner.trainer(strategy)
-metrics = runner.train(int(steps), trainer=trainer, seed=5, eval_every=0, save_every=10,
-                       eval_steps=2, decode_examples=0, log_every=5)
+metrics = runner.train(TrainConfig(train_steps=int(steps), random_seed=5, eval_every=0,
+                                   save_every=10, eval_steps=2, eval_decode_examples=0,
+                                   log_every=5), trainer=trainer)
 np.savez(output, *trainer.model.get_weights())
 print(json.dumps({"replicas": strategy.num_replicas_in_sync, "metrics": metrics}))
 """

@@ -12,7 +12,9 @@ import tensorflow as tf
 from t2t_lite import registry
 from t2t_lite.training.checkpoints import save_model_dir
 from t2t_lite.cli import decoder
-from t2t_lite.evaluation.evaluator import Evaluator, evaluations_without_improvement, read_sample
+from t2t_lite.config import TrainConfig
+from t2t_lite.evaluation.evaluator import Evaluator, read_sample
+from t2t_lite.evaluation.monitor import Monitor
 from t2t_lite.data.problem import Problem
 from t2t_lite.problems.translate import TranslationProblem
 from t2t_lite.runner import Runner
@@ -65,10 +67,11 @@ def test_the_dev_sample_is_the_whole_set_or_a_sample_like_it_not_the_short_bucke
 
 def test_evaluation_decodes_on_every_replica_with_one_traced_search(trained_reverse):
     runner = trained_reverse.runner
-    alone = Evaluator(runner, runner.translator(batch_size=8), decode_examples=16).decode()
+    alone = Evaluator(runner.problem, runner.translator(batch_size=8), runner.data_dir,
+                      decode_examples=16).decode()
     trainer = runner.trainer(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
-    evaluator = Evaluator(runner, runner.translator(trainer.model, batch_size=8),
-                          trainer=trainer, decode_examples=16)
+    evaluator = Evaluator(runner.problem, runner.translator(trainer.model, batch_size=8),
+                          runner.data_dir, trainer=trainer, decode_examples=16)
     assert evaluator.decode() == alone  # 2 batches of 8: one on each replica
     traced = evaluator._translate._step.experimental_get_tracing_count()
     evaluator.decode()
@@ -82,7 +85,7 @@ def test_evaluation_decodes_on_every_replica_with_one_traced_search(trained_reve
     ([3, 2, 2.5, 1], True, 0, 0),
 ])
 def test_evaluations_without_improvement(values, lower, min_delta, expected):
-    assert evaluations_without_improvement(values, lower, min_delta) == expected
+    assert Monitor("metric", lower, min_delta).evaluations_without_improvement(values) == expected
 
 
 def checkpoint_weights(path):
@@ -99,12 +102,13 @@ def test_early_stopping_after_n_flat_evaluations_and_the_average_of_the_best(
                                      TINY, short_reverse_data)
     scripted = [0.1, 0.3, 0.2, 0.4, 0.5, 0.4, 0.45]  # no improvement after step 5
     real = runner.problem.decode_metrics
-    runner.problem.decode_metrics = lambda hypotheses, references: (
-        {"sequence_accuracy": scripted.pop(0)} if scripted else real(hypotheses, references))
-    options = dict(eval_every=1, eval_steps=1, decode_examples=8,
-                   keep_best_by="sequence_accuracy", early_stopping=2, average_best=2)
+    runner.problem.decode_metrics = lambda hypotheses, references, **options: (
+        {"sequence_accuracy": scripted.pop(0)} if scripted
+        else real(hypotheses, references, **options))
+    config = TrainConfig(train_steps=20, eval_every=1, eval_steps=1, eval_decode_examples=8,
+                         keep_best_by="sequence_accuracy", early_stopping=2, average_best=2)
     with caplog.at_level("INFO", logger="t2t_lite"):
-        metrics = runner.train(20, **options)
+        metrics = runner.train(config)
     assert [r.getMessage() for r in caplog.records if "early stopping" in r.getMessage()] == [
         "early stopping: sequence_accuracy has not improved by more than 0 in 2 evaluations "
         "(best 0.5 at step 5)"]
@@ -125,8 +129,8 @@ def test_early_stopping_after_n_flat_evaluations_and_the_average_of_the_best(
     with open(f"{avg_dir}/info.json") as f:
         reported = json.load(f)["metrics"]
     avg = Runner.from_model_dir(avg_dir)
-    separate = Evaluator(avg, avg.translator(), trainer=avg.trainer(), eval_steps=1,
-                         decode_examples=8).evaluate()
+    separate = Evaluator(avg.problem, avg.translator(), avg.data_dir, trainer=avg.trainer(),
+                         eval_steps=1, decode_examples=8).evaluate()
     assert reported == pytest.approx(separate, rel=1e-5)
     assert set(reported) == {"loss", "perplexity", "accuracy", "padding_fraction",
                              "sequence_accuracy"}
@@ -134,7 +138,7 @@ def test_early_stopping_after_n_flat_evaluations_and_the_average_of_the_best(
     # A resumed run remembers that it stopped.
     caplog.clear()
     with caplog.at_level("INFO", logger="t2t_lite"):
-        runner.train(20, **{**options, "average_best": 0})
+        runner.train(config.replace(average_best=0))
     assert tf.train.latest_checkpoint(runner.model_dir).endswith("ckpt-7")
     assert not [r for r in caplog.records if r.getMessage().startswith("step ")]
 
@@ -149,9 +153,8 @@ def test_a_chinese_target_is_scored_with_sacrebleus_zh_tokenizer():
     zh = sacrebleu.corpus_bleu(hypotheses, [references], tokenize="zh").score
     assert metrics["bleu"] == pytest.approx(zh)
     assert zh > 10 > sacrebleu.corpus_bleu(hypotheses, [references], tokenize="13a").score
-    chosen = ToyChinese()
-    chosen.bleu_tokenize = "char"  # --bleu_tokenize
-    assert chosen.decode_metrics(hypotheses, references)["bleu"] == pytest.approx(
+    chosen = ToyChinese().decode_metrics(hypotheses, references, bleu_tokenize="char")
+    assert chosen["bleu"] == pytest.approx(
         sacrebleu.corpus_bleu(hypotheses, [references], tokenize="char").score)
 
 

@@ -76,12 +76,14 @@ OVERRIDES = "d_model=32,d_ff=64,num_heads=4,batch_size=256,warmup_steps=10,learn
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory, short_reverse_data):
     """A model_dir trained for 4 updates with checkpoints at steps 2 and 4; tests copy it."""
+    from t2t_lite.config import TrainConfig
     from t2t_lite.runner import Runner
 
     model_dir = str(tmp_path_factory.mktemp("tiny") / "model")
     runner = Runner.create_or_resume(model_dir, "test_short_reverse", "transformer_tiny",
                                      OVERRIDES, short_reverse_data)
-    runner.train(4, seed=3, eval_every=0, save_every=2, eval_steps=1, decode_examples=0)
+    runner.train(TrainConfig(train_steps=4, random_seed=3, eval_every=0, save_every=2,
+                             eval_steps=1, eval_decode_examples=0))
     return model_dir
 
 
@@ -175,7 +177,7 @@ def test_training_only_hparams_may_change_on_resume(model_copy, short_reverse_da
     recorded in hparams.json with its step and applied; shape-changing hparams are refused."""
     from t2t_lite.cli import trainer
     from t2t_lite.runner import Runner
-    from t2t_lite.training.trainer import TransformerSchedule
+    from t2t_lite.training.optimizer import TransformerSchedule
 
     code, out, err = run_cli(trainer.main, train_flags(
         model_copy, short_reverse_data, 2, "--hparams=learning_rate=0.25,dropout=0.0"), capsys)

@@ -3,7 +3,7 @@
 import pytest
 
 from t2t_lite import registry
-from t2t_lite.training.trainer import create_model
+from t2t_lite.models.transformer import create_model
 
 VOCAB_SIZE = 37_000  # the paper's shared English-German vocabulary
 

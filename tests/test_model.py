@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from t2t_lite.config import HParams
-from t2t_lite.training.trainer import create_model
+from t2t_lite.models.transformer import create_model
 
 VOCAB = 23
 

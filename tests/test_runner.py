@@ -8,8 +8,9 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from t2t_lite.config import TrainConfig
 from t2t_lite.runner import Runner
-from t2t_lite.training.trainer import TransformerSchedule
+from t2t_lite.training.optimizer import TransformerSchedule
 
 OVERRIDES = "d_model=32,d_ff=64,num_heads=4,batch_size=256,warmup_steps=10,learning_rate=0.5"
 
@@ -17,8 +18,8 @@ OVERRIDES = "d_model=32,d_ff=64,num_heads=4,batch_size=256,warmup_steps=10,learn
 def train(model_dir, data_dir, steps):
     runner = Runner.create_or_resume(model_dir, "test_short_reverse", "transformer_tiny",
                                      OVERRIDES, data_dir)
-    return runner.train(steps, eval_every=0, save_every=3, eval_steps=2, decode_examples=20,
-                        log_every=2)
+    return runner.train(TrainConfig(train_steps=steps, eval_every=0, save_every=3, eval_steps=2,
+                                     eval_decode_examples=20, log_every=2))
 
 
 def scalars(directory, tag):

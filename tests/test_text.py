@@ -5,7 +5,8 @@ import pytest
 
 from t2t_lite.data.corpus import sample_sentences
 from t2t_lite.utils.errors import UserError
-from t2t_lite.data.vocabulary import EOS_ID, PAD_ID, UNK_ID, SentencePieceVocabulary
+from t2t_lite.config import EOS_ID, PAD_ID, UNK_ID
+from t2t_lite.data.vocabulary import SentencePieceVocabulary
 
 CORPUS = [
     "Die Katze schläft auf dem Sofa, während der Hund im Garten spielt.",

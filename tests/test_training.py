@@ -5,8 +5,9 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.config import HParams
-from t2t_lite.training.trainer import (Trainer, TrainingDiverged, TransformerSchedule, batch_statistics,
-                               smoothed_cross_entropy)
+from t2t_lite.training.trainer import Trainer, TrainingDiverged
+from t2t_lite.training.optimizer import TransformerSchedule
+from t2t_lite.training.loss import batch_statistics, smoothed_cross_entropy
 
 VOCAB = 19
 
@@ -154,7 +155,7 @@ def test_the_demo_task_is_learned(trained_reverse):
 def test_mixed_precision_keeps_sensitive_parts_in_float32(precision):
     """Variables, softmax logits, layer norms and positions stay float32; the outputs equal the
     float32 model's with the same weights to half precision's accuracy."""
-    from t2t_lite.training.trainer import create_model
+    from t2t_lite.models.transformer import create_model
 
     hparams = tiny_hparams()
     exact = create_model(hparams, VOCAB)

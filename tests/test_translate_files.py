@@ -12,7 +12,6 @@ import pytest
 
 from cli_output import error_lines
 from t2t_lite import cli, registry
-from t2t_lite.export import ctranslate2 as ctranslate2_export
 from t2t_lite.cli import datagen, trainer
 from t2t_lite.data.pipeline import read_examples
 from t2t_lite.utils.errors import UserError
@@ -116,14 +115,15 @@ def test_tsv_files_named_explicitly_make_the_same_examples(tmp_path, data_dir):
 @pytest.fixture(scope="module")
 def trained(data_dir, tmp_path_factory):
     """(model_dir, final metrics) of a small SentencePiece model trained 250 steps on my_ende:
-    it has learned much but is still unsure of many words and lengths."""
+    it has learned much but is still unsure of many words and lengths. Seeded, so that it is
+    the same model in every run (without a seed the data order, and so the model, varies)."""
     model_dir = str(tmp_path_factory.mktemp("my_ende") / "model")
     metrics = trainer.main([
         "--problem=my_ende", f"--data_dir={data_dir}", "--hparams_set=transformer_tiny",
         "--hparams=d_model=64,d_ff=256,dropout=0.0,learning_rate=0.5,warmup_steps=100,"
         "batch_size=1024",
         f"--model_dir={model_dir}", "--train_steps=250", "--eval_every=0",
-        "--eval_decode_examples=100", "--keep_best_by=bleu"])
+        "--eval_decode_examples=100", "--keep_best_by=bleu", "--random_seed=1"])
     return model_dir, metrics
 
 
@@ -150,22 +150,30 @@ def test_the_trainer_learns_the_users_problem_from_its_data_dir(corpus, trained,
 
 def test_the_ctranslate2_engine_translates_the_users_model_as_t2t_lite(trained, data_dir):
     """A SentencePiece model that is unsure of lengths, where length penalties matter: its
-    CTranslate2 conversion is exact, and greedy and beam translations and scores are the
-    TensorFlow engine's (with CTranslate2's own length penalty at the best-matching exponent,
-    249 of these 300 beam translations were)."""
-    from test_ctranslate2 import assert_same_translations, check_exact
+    CTranslate2 conversion is exact, and greedy translations and scores are the TensorFlow
+    engine's. Beam translations mostly are (with CTranslate2's own length penalty at the
+    best-matching exponent, 249 of these 300 were): CTranslate2's beam search drops a beam
+    slot for each hypothesis that ends, t2t_lite's keeps beam_size alive ones beside the
+    finished, so on a half-trained model t2t_lite's sometimes finds a better-scoring output
+    (seen: 4 of these 300 with this seed, and on unseeded runs 0 to a few), never a worse one."""
+    from test_ctranslate2 import assert_same_translations, check_exact, conversion
 
     runner = Runner.from_model_dir(trained[0], data_dir)
     model = runner.restored_model()
     sources = [source for split in ("dev", "test", "train")
                for source, _ in sentence_pairs(split)][:300]
-    check_exact(model, runner.vocabulary, ctranslate2_export.cached_conversion(runner),
+    check_exact(model, runner.vocabulary, conversion(runner),
                 [runner.vocabulary.encode(text) for text in sources[:20]])
-    for beam_size in (1, 4):
-        expected = runner.translator(model, beam_size=beam_size).translate(sources)
-        assert_same_translations(
-            runner.translator(beam_size=beam_size, engine="ctranslate2").translate(sources),
-            expected)
+    assert_same_translations(
+        runner.translator(beam_size=1, engine="ctranslate2").translate(sources),
+        runner.translator(model, beam_size=1).translate(sources))
+    expected = runner.translator(model, beam_size=4).translate(sources)
+    translated = runner.translator(beam_size=4, engine="ctranslate2").translate(sources)
+    same = [i for i, (a, b) in enumerate(zip(translated, expected)) if a.text == b.text]
+    assert len(same) >= 0.97 * len(sources)
+    assert_same_translations([translated[i] for i in same], [expected[i] for i in same])
+    for a, b in zip(translated, expected):
+        assert b.score >= a.score - 1e-4, (a, b)
 
 
 def test_a_datagen_that_would_change_a_made_problem_is_refused(corpus, data_dir, capsys):

@@ -12,6 +12,19 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
+    def add_usr_dir_flag(self, registers="problems or hparams sets"):
+        """--usr_dir, the user's module that registers `registers` (see import_usr_dir)."""
+        self.add_argument("--usr_dir", help=f"a Python module or package registering {registers}"
+                          " (your own, if not built in)")
+
+
+def import_usr_dir(args):
+    """Imports the module of --usr_dir, if given, so that what it registers is known."""
+    if getattr(args, "usr_dir", None):
+        from t2t_lite import registry
+
+        registry.import_usr_dir(args.usr_dir)
+
 
 def _import_tensorflow_quietly():
     """TensorFlow prints C++ start-up notices (oneDNN, CUDA probing) on stderr before its log

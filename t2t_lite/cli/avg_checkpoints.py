@@ -13,8 +13,7 @@ def parse_args(argv):
     parser.add_argument("--n", type=int, default=5, help="how many of the latest checkpoints")
     parser.add_argument("--output_dir", required=True,
                         help="the new model_dir (must not exist, or be empty)")
-    parser.add_argument("--usr_dir", help="a Python module or package registering the problem "
-                        "the model was trained on, if it is not built in")
+    parser.add_usr_dir_flag("the problem the model was trained on")
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error(f"--n must be positive, got {args.n}")
@@ -22,16 +21,15 @@ def parse_args(argv):
 
 
 def main(argv):
-    args = parse_args(argv)
-    from t2t_lite import registry
     from t2t_lite.runner import Runner
-    from t2t_lite.training.checkpoints import average_checkpoints, last_checkpoints
+    from t2t_lite.training.checkpoints import check_new_dir, last_checkpoints
 
-    if args.usr_dir:
-        registry.import_usr_dir(args.usr_dir)
+    args = parse_args(argv)
+    cli.import_usr_dir(args)
     runner = Runner.from_model_dir(args.model_dir)
-    path = average_checkpoints(runner, last_checkpoints(runner.model_dir, args.n),
-                               args.output_dir)
+    paths = last_checkpoints(runner.model_dir.path, args.n)
+    check_new_dir(args.output_dir)  # before any work
+    path = runner.average(paths, args.output_dir)
     print(f"wrote {path}")
     return path
 

@@ -6,7 +6,6 @@ files (or, with --task=parsing, treebank files), which later commands find in th
 """
 
 import logging
-import os
 
 from t2t_lite import cli
 
@@ -22,7 +21,7 @@ def parse_args(argv):
     parser.add_argument("--data_dir", required=True, help="where the shards and vocabulary go")
     parser.add_argument("--raw_dir", "--tmp_dir", dest="raw_dir",
                         help="downloads and raw files (default: DATA_DIR/raw)")
-    parser.add_argument("--usr_dir", help="a Python module or package registering problems")
+    parser.add_usr_dir_flag("problems")
     own = parser.add_argument_group(
         "your own corpus", "line-aligned files STEM.SOURCE_LANG + STEM.TARGET_LANG, or "
         "STEM.tsv with source<TAB>target lines")
@@ -51,15 +50,15 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
+    cli.import_usr_dir(args)
     from t2t_lite import registry
     from t2t_lite.problems.parsing import ParsingFiles
     from t2t_lite.problems.translate_files import TranslateFiles
     from t2t_lite.utils.errors import UserError
+    from t2t_lite.utils.files import absolute
 
-    if args.usr_dir:
-        registry.import_usr_dir(args.usr_dir)
-    data_dir = os.path.abspath(os.path.expanduser(args.data_dir))
-    raw_dir = os.path.abspath(os.path.expanduser(args.raw_dir)) if args.raw_dir else None
+    data_dir = absolute(args.data_dir)
+    raw_dir = absolute(args.raw_dir) if args.raw_dir else None
     own_corpus = {flag: getattr(args, flag) for flag in FILE_FLAGS + SETTING_FLAGS
                   if getattr(args, flag) is not None}
     if args.task == "parsing":

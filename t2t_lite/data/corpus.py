@@ -1,9 +1,12 @@
-"""Reading a user's parallel text: line-aligned file pairs or TSV, checked as they are read.
+"""Text files in and out: a user's parallel text (line-aligned file pairs or TSV) checked as it
+is read, the decoder's input and reference files, and the TSV files the decoder writes.
 
-Every problem in the user's own words is one of these; mistakes in the files (different line
-counts, bad encodings, missing files) are UserErrors that name the file and the line.
+Mistakes in the files (different line counts, bad encodings, missing files) are UserErrors that
+name the file and the line.
 """
 
+import csv
+import io
 import itertools
 import random
 
@@ -11,21 +14,28 @@ from t2t_lite.utils.errors import UserError
 
 
 def read_lines(path):
-    """The lines of a UTF-8 text file, without line ends or a byte order mark."""
+    """The lines of a UTF-8 text file, without line ends or a byte order mark; the one reader of
+    every text file a user gives."""
     try:
         with open(path, "rb") as f:
             for number, line in enumerate(f, 1):
-                try:
-                    text = line.decode("utf-8")
-                except UnicodeDecodeError as error:
-                    raise UserError(
-                        f"{path}, line {number}: invalid UTF-8 at byte {error.start + 1} of the "
-                        "line: convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
-                if number == 1:
-                    text = text.removeprefix("\ufeff")
-                yield text.rstrip("\r\n")
-    except FileNotFoundError:
-        raise UserError(f"no such file: {path}") from None
+                yield decode_line(line, number, path)
+    except OSError as error:
+        raise UserError(f"cannot read {path}: {error.strerror}") from None
+
+
+def decode_line(line, number, source):
+    """Line `number` (bytes) of `source` as text, without its line end (or, the first, its byte
+    order mark); invalid UTF-8 is a UserError naming the line."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UserError(f"{source}, line {number}: invalid UTF-8 at byte {error.start + 1} of "
+                        "the line: convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+                        ) from None
+    if number == 1:
+        text = text.removeprefix("\ufeff")
+    return text.rstrip("\r\n")
 
 
 def read_parallel(source_path, target_path):
@@ -80,3 +90,14 @@ def sample_sentences(pairs, max_pairs, seed=0):
             if slot < max_pairs:
                 sample[slot] = pair
     return [sentence for pair in sample for sentence in pair]
+
+
+def tsv_text(rows, header=None):
+    """Rows (and a header) as tab-separated lines, a field with a tab, quote or line end quoted
+    as Python's csv module does (excel-tab)."""
+    table = io.StringIO()
+    writer = csv.writer(table, dialect="excel-tab", lineterminator="\n")
+    if header:
+        writer.writerow(header)
+    writer.writerows(rows)
+    return table.getvalue()

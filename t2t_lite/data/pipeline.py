@@ -1,4 +1,5 @@
-"""tf.data input pipeline: TFRecord shards -> parsed ids -> token-budget batches.
+"""The data's TensorFlow side: TFRecord shards written and read, and the tf.data input pipeline
+(shards -> parsed ids -> token-budget batches). Problems go through this module only.
 
 Batches are formed by length bucket so that each holds about `batch_size` tokens, as in
 tensor2tensor: short sentences come many to a batch, long ones few, and little is padding.
@@ -24,6 +25,26 @@ def serialize_example(inputs, targets):
         deterministic=True)
 
 
+class ShardWriter:
+    """Writes examples to the TFRecord files `paths`, example i to file i % len(paths); a context
+    manager that closes them."""
+
+    def __init__(self, paths):
+        self._writers = [tf.io.TFRecordWriter(path) for path in paths]
+        self._count = 0
+
+    def write(self, inputs, targets):
+        self._writers[self._count % len(self._writers)].write(serialize_example(inputs, targets))
+        self._count += 1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        for writer in self._writers:
+            writer.close()
+
+
 def parse_example(serialized):
     parsed = tf.io.parse_single_example(serialized, _FEATURES)
     return {name: tf.cast(tf.sparse.to_dense(value), tf.int32) for name, value in parsed.items()}
@@ -35,7 +56,7 @@ def example_length(example):
 
 
 def bucket_boundaries(max_length, min_length=8, step=1.1):
-    """Geometric length boundaries (tensor2tensor's): 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 22, ..."""
+    """Geometric length boundaries (tensor2tensor's): 8, 9, 10, ..., 19, 20, 22, ..."""
     boundaries = []
     length = min_length
     while length < max_length:
@@ -54,7 +75,8 @@ def batch_by_tokens(dataset, batch_size, max_length):
     boundaries = bucket_boundaries(max_length) + [max_length + 1]
     batch_sizes = [max(1, batch_size // length) for length in boundaries] + [1]
     return dataset.bucket_by_sequence_length(
-        example_length, boundaries, batch_sizes, padded_shapes={"inputs": [None], "targets": [None]})
+        example_length, boundaries, batch_sizes,
+        padded_shapes={"inputs": [None], "targets": [None]})
 
 
 def to_features_and_labels(batch):
@@ -88,10 +110,10 @@ def read_examples(paths, *, shuffle, input_context=None, seed=None):
 
 def read_in_written_order(paths):
     """The parsed examples of the shards at `paths` (in shard order) in the order they were
-    written: datagen deals example i to shard i % len(paths)."""
+    written (ShardWriter deals example i to shard i % len(paths)), as numpy arrays."""
     files = tf.data.Dataset.from_tensor_slices(list(paths))
     return files.interleave(tf.data.TFRecordDataset, cycle_length=len(paths),
-                            block_length=1).map(parse_example)
+                            block_length=1).map(parse_example).as_numpy_iterator()
 
 
 def make_dataset(paths, batch_size, max_length, *, training, input_context=None, seed=None):

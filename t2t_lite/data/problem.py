@@ -15,11 +15,10 @@ import logging
 import os
 import re
 
-import tensorflow as tf
-
+from t2t_lite.config import EOS_ID
 from t2t_lite.data import pipeline
-from t2t_lite.data.corpus import is_empty
-from t2t_lite.data.vocabulary import EOS_ID
+from t2t_lite.data.corpus import is_empty, read_lines
+from t2t_lite.evaluation.metrics import bleu
 from t2t_lite.registry import snake_case
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import exclusive_lock, write_text_atomically
@@ -27,6 +26,10 @@ from t2t_lite.utils.files import exclusive_lock, write_text_atomically
 logger = logging.getLogger("t2t_lite")
 
 SPLITS = ("train", "dev", "test")
+
+# What the user sees of a model output (Problem.postprocess), and whether it had to be repaired
+# to become that (e.g. a tree that was not well-formed).
+Postprocessed = collections.namedtuple("Postprocessed", "text repaired")
 
 
 class Problem:
@@ -38,9 +41,6 @@ class Problem:
 
     # Prefix of the data files; the registered name, or the snake_case class name.
     name = "problem"
-    # The names decode_metrics returns, and those of them where lower is better.
-    metric_names = ("sequence_accuracy",)
-    lower_is_better = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -64,15 +64,36 @@ class Problem:
     metric_names = ("sequence_accuracy",)
     lower_is_better = ()
 
-    def decode_metrics(self, hypotheses, references):
-        """Metrics of decoded texts against references; exact match by default."""
+    # What read_references calls the items of a references file, in messages.
+    reference_unit = "lines"
+
+    def decode_metrics(self, hypotheses, references, *, repaired=0, bleu_tokenize=None):
+        """Metrics of postprocessed outputs against references; exact match by default.
+        `repaired`: how many outputs postprocess had to repair; `bleu_tokenize`: sacreBLEU's
+        tokenizer, for problems scored with BLEU (None: the problem's own)."""
         matches = sum(h == r for h, r in zip(hypotheses, references))
         return {"sequence_accuracy": matches / max(1, len(references))}
 
     def postprocess(self, source_text, output_text):
         """What the user sees of a detokenized model output (or dev/test reference) for
-        `source_text`; identity here, a tree for parsing."""
-        return output_text
+        `source_text`, as a Postprocessed: the text as it is here, a tree for parsing."""
+        return Postprocessed(output_text, False)
+
+    def bleu_tokenizer(self, requested=None):
+        """sacreBLEU's tokenizer for this problem's outputs: `requested`, or 13a, WMT's."""
+        return requested or "13a"
+
+    def read_references(self, path):
+        """The references of the decoder's --decode_reference: one per line."""
+        return list(read_lines(path))
+
+    def reference_report(self, hypotheses, references, *, repaired=0, bleu_tokenize=None,
+                         lowercase=False):
+        """The decoder's one-line score of postprocessed outputs against references:
+        sacreBLEU's, with its signature."""
+        score, signature = bleu(hypotheses, references, self.bleu_tokenizer(bleu_tokenize),
+                                lowercase)
+        return f"{score}  {signature}"
 
     # Decoding hooks of problems whose outputs have a structure (parsing: trees).
 
@@ -82,15 +103,6 @@ class Problem:
 
     def tf_postprocess(self, vocabulary):
         """postprocess in-graph for the exported model (see Translator), or None."""
-        return None
-
-    def read_references(self, path):
-        """The references of the decoder's --decode_reference, or None: one per line."""
-        return None
-
-    def reference_report(self, hypotheses, references):
-        """The decoder's one-line score of postprocessed outputs against references, or None:
-        sacreBLEU's."""
         return None
 
     # Shared machinery.
@@ -129,22 +141,18 @@ class Problem:
         for stale in glob.glob(os.path.join(data_dir, f"{self.name}-{split}-*.incomplete")):
             os.remove(stale)
         temporary = [path + ".incomplete" for path in paths]
-        writers = [tf.io.TFRecordWriter(path) for path in temporary]
         lengths = collections.Counter()
         examples = skipped = 0
-        try:
+        with pipeline.ShardWriter(temporary) as shards:
             for pair in self.text_pairs(split, raw_dir):
                 if is_empty(pair):
                     skipped += 1
                     continue
                 inputs = vocabulary.encode(pair[0]) + [EOS_ID]
                 targets = vocabulary.encode_target(pair[1]) + [EOS_ID]
-                writers[examples % len(writers)].write(pipeline.serialize_example(inputs, targets))
+                shards.write(inputs, targets)
                 lengths[max(len(inputs), len(targets))] += 1
                 examples += 1
-        finally:
-            for writer in writers:
-                writer.close()
         write_text_atomically(self.stats_path(split, data_dir), json.dumps(
             {"examples": examples, "skipped_empty": skipped,
              "lengths": {str(n): lengths[n] for n in sorted(lengths)}}, indent=1) + "\n")
@@ -164,8 +172,9 @@ class Problem:
                                  input_context=input_context, seed=seed)
 
     def examples(self, split, data_dir):
-        """{"inputs", "targets"} id sequences (with EOS) of `split`, one by one, in the order of
-        its text pairs: unbatched, so that a sample of them is not biased by length buckets."""
+        """{"inputs", "targets"} numpy id sequences (with EOS) of `split`, one by one, in the
+        order of its text pairs: unbatched, so that a sample of them is not biased by length
+        buckets."""
         self._check_has_data(split, data_dir)
         return pipeline.read_in_written_order(self.shard_paths(split, data_dir))
 

@@ -13,12 +13,9 @@ import tensorflow_text
 from sentencepiece import sentencepiece_model_pb2
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
+from t2t_lite.config import EOS_ID, PAD_ID, UNK_ID
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import write_bytes_atomically
-
-PAD_ID = 0  # also the decoder's start symbol, as in tensor2tensor
-EOS_ID = 1
-UNK_ID = 2  # SentencePieceVocabulary only; byte fallback means it is never produced
 
 
 def strip_ids(ids):

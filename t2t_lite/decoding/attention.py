@@ -9,7 +9,8 @@ import dataclasses
 import numpy as np
 from keras import ops
 
-from t2t_lite.data.vocabulary import EOS_ID, PAD_ID
+from t2t_lite.config import EOS_ID
+from t2t_lite.decoding.inputs import padded
 
 
 @dataclasses.dataclass
@@ -34,27 +35,21 @@ def attention_weights(translator, source_tokens, target_tokens):
     model, vocabulary, batch_size = translator.model, translator.vocabulary, translator.batch_size
     records = []
     for start in range(0, len(source_tokens), batch_size):
-        sources = [list(tokens[: translator.max_input_tokens]) + [EOS_ID]
+        sources = [tokens[: translator.max_input_tokens]
                    for tokens in source_tokens[start:start + batch_size]]
-        targets = [list(tokens) + [EOS_ID] for tokens in target_tokens[start:start + batch_size]]
-        memory, memory_mask, encoder_self = model.encode(_padded(sources),
+        targets = target_tokens[start:start + batch_size]
+        memory, memory_mask, encoder_self = model.encode(padded(sources, eos=True),
                                                          return_attention_scores=True)
         _, decoder_self, encoder_decoder = model.decode(
-            _padded(targets), memory, memory_mask, return_attention_scores=True)
+            padded(targets, eos=True), memory, memory_mask, return_attention_scores=True)
         layers = [np.stack([ops.convert_to_numpy(w) for w in weights], axis=1)
                   for weights in (encoder_self, decoder_self, encoder_decoder)]
         for row, (source, target) in enumerate(zip(sources, targets)):
-            s, t = len(source), len(target)
+            s, t = len(source) + 1, len(target) + 1  # and EOS
             records.append(Attention(
-                vocabulary.pieces(source), vocabulary.pieces(target),
+                vocabulary.pieces(list(source) + [EOS_ID]),
+                vocabulary.pieces(list(target) + [EOS_ID]),
                 encoder_self=layers[0][row, :, :, :s, :s],
                 decoder_self=layers[1][row, :, :, :t, :t],
                 encoder_decoder=layers[2][row, :, :, :t, :s]))
     return records
-
-
-def _padded(token_lists):
-    ids = np.full((len(token_lists), max(map(len, token_lists))), PAD_ID, "int32")
-    for row, tokens in zip(ids, token_lists):
-        row[: len(tokens)] = tokens
-    return ids

@@ -1,5 +1,5 @@
-"""Pictures of attention weights (t2t_lite.decoding.attention.Attention): a heatmap grid as a PNG or a
-matplotlib figure, and a self-contained interactive HTML page.
+"""Pictures of attention weights (t2t_lite.decoding.attention.Attention): a heatmap grid as a PNG
+or a matplotlib figure, and a self-contained interactive HTML page.
 
 matplotlib is the optional extra `viz`, imported only here and only when a plot is drawn. The
 HTML page needs nothing: its data is embedded as JSON and its script and style are inline, so

@@ -11,21 +11,30 @@ ranks first, as t2t_lite's search does (the same beam-4 translation for all 500 
 trained toy model; CTranslate2's own penalty at the best-matching exponent, 80%). CTranslate2
 still stops once beam_size hypotheses have ended (t2t_lite's search, once no alive one can win)
 and never ends one at the first step (an empty translation, which an untrained model's t2t_lite
-search may return), so outputs can still differ in rare cases. Scores are t2t_lite's: the log-probability
-divided by GNMT's penalty.
+search may return), so outputs can still differ in rare cases. Scores are t2t_lite's: the
+log-probability divided by GNMT's penalty.
 """
 
-import itertools
-
-from t2t_lite.data.vocabulary import PAD_ID
+from t2t_lite.config import PAD_ID
+from t2t_lite.decoding.inputs import length_batches, max_input_tokens
 from t2t_lite.decoding.translator import Translation
-from t2t_lite.export.ctranslate2 import (
-    cached_conversion,
-    check_quantization,
-    import_ctranslate2,
-    num_positions,
-)
 from t2t_lite.utils.errors import UserError
+
+QUANTIZATIONS = ("float32", "int8", "int8_float32")
+
+
+def import_ctranslate2():
+    try:
+        import ctranslate2
+    except ImportError:
+        raise UserError("the CTranslate2 engine needs the ctranslate2 package: "
+                        "pip install 't2t_lite[ctranslate2]'") from None
+    return ctranslate2
+
+
+def check_quantization(quantization):
+    if quantization not in QUANTIZATIONS:
+        raise UserError(f"--quantization={quantization}: use one of {', '.join(QUANTIZATIONS)}")
 
 
 class CTranslate2Translator:
@@ -39,7 +48,7 @@ class CTranslate2Translator:
         self.vocabulary = vocabulary
         self.hparams = hparams
         self.batch_size = batch_size
-        self.max_input_tokens = hparams.max_length - 1  # and EOS
+        self.max_input_tokens = max_input_tokens(hparams)
         self._translator = ctranslate2.Translator(model_path, device="cpu",
                                                   compute_type=quantization)
         self._tokens = vocabulary.tokens()
@@ -57,13 +66,12 @@ class CTranslate2Translator:
         """[[id]] without EOS -> [Translation], in the same order."""
         rows = [list(tokens[: self.max_input_tokens]) for tokens in token_lists]
         results = [Translation("", 0.0)] * len(rows)
-        order = sorted((i for i, row in enumerate(rows) if row), key=lambda i: len(rows[i]))
-        for length, same_length in itertools.groupby(order, key=lambda i: len(rows[i])):
-            same_length = list(same_length)
-            for start in range(0, len(same_length), self.batch_size):
-                chunk = same_length[start:start + self.batch_size]
-                for i, result in zip(chunk, self._search([rows[i] for i in chunk], length + 1)):
-                    results[i] = result
+        nonempty = [i for i, row in enumerate(rows) if row]
+        for chunk in length_batches([rows[i] for i in nonempty], self.batch_size,
+                                    same_length=True):
+            batch = [rows[nonempty[i]] for i in chunk]
+            for i, result in zip(chunk, self._search(batch, len(batch[0]) + 1)):
+                results[nonempty[i]] = result
         return results
 
     def _search(self, rows, input_length):
@@ -98,15 +106,3 @@ class CTranslate2Translator:
             for i, result in zip(with_pad, search([rows[i] for i in with_pad], [[pad]])):
                 results[i] = best(result)
         return [Translation(self.vocabulary.decode(ids), score) for score, ids in results]
-
-
-def ctranslate2_translator(runner, checkpoint_path, hparams, batch_size, quantization):
-    """A CTranslate2Translator of runner's checkpoint, converted once and cached in its
-    model_dir."""
-    check_quantization(quantization)
-    longest = num_positions(runner.hparams) - hparams.max_length
-    if hparams.extra_length > longest:
-        raise UserError(f"--extra_length={hparams.extra_length} is too long for the CTranslate2 "
-                        f"engine's position table: use at most {longest}")
-    return CTranslate2Translator(cached_conversion(runner, checkpoint_path), runner.vocabulary,
-                                 hparams, batch_size, quantization)

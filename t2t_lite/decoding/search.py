@@ -18,10 +18,12 @@ Tokens it does not allow get probability 0 at that step, so beam search ranks on
 outputs; their scores stay the model's log-probabilities, not renormalized.
 """
 
+from typing import Any, NamedTuple
+
 import keras
 from keras import ops
 
-from t2t_lite.data.vocabulary import EOS_ID, PAD_ID
+from t2t_lite.config import EOS_ID, PAD_ID
 
 _INVALID = -1e9  # log-probability of an impossible token or an empty beam slot
 
@@ -84,40 +86,68 @@ def _constrain(constraint, log_probs, state, step, limits):
     return ops.where(constraint.allowed(state, step, limits), log_probs, _INVALID)
 
 
+class _GreedyState(NamedTuple):
+    """What greedy search carries from one step to the next, per example."""
+
+    step: Any  # the output position being decided
+    previous: Any  # [batch] the token at step - 1 (PAD, the start symbol, at step 0)
+    outputs: Any  # [batch, max_length] the tokens so far, PAD after the end
+    log_probs: Any  # [batch] their summed log-probabilities
+    lengths: Any  # [batch] their number, EOS included
+    finished: Any  # [batch] ended at EOS or at the example's limit
+    cache: Any  # the decoder's keys and values (Transformer.init_cache)
+    constraint_state: Any  # the search constraint's state, () without one
+
+
+class _BeamState(NamedTuple):
+    """What beam search carries from one step to the next: beam_size hypotheses per example,
+    each set ranked best first."""
+
+    step: Any
+    previous: Any  # [batch * beam] the last token of each alive hypothesis
+    alive: Any  # [batch, beam, max_length] hypotheses still growing
+    alive_log_probs: Any  # [batch, beam] their log-probabilities (_INVALID: an empty slot)
+    finished: Any  # [batch, beam, max_length] the best ended hypotheses so far
+    finished_scores: Any  # [batch, beam] their length-penalized scores
+    cache: Any  # the decoder's, one row per alive hypothesis
+    constraint_state: Any
+
+
 def greedy_search(model, inputs, extra_length, alpha=0.0, constraint=None):
     """inputs [B, S] -> (ids [B, S + extra_length], scores [B]): the most probable token at each
     step; each row EOS-terminated unless it reached its limit, then PAD-padded."""
     batch = ops.shape(inputs)[0]
     limits, max_length, cache = _start(model, inputs, extra_length)
-    state = constraint.start(inputs, max_length) if constraint else ()
-    outputs = ops.zeros((batch, max_length), "int32")
-    log_probs = ops.zeros((batch,), "float32")
-    lengths = ops.zeros((batch,), "int32")
-    finished = limits <= 0
-    previous = ops.full((batch,), PAD_ID, "int32")
+    start = _GreedyState(
+        step=0, previous=ops.full((batch,), PAD_ID, "int32"),
+        outputs=ops.zeros((batch, max_length), "int32"), log_probs=ops.zeros((batch,), "float32"),
+        lengths=ops.zeros((batch,), "int32"), finished=limits <= 0, cache=cache,
+        constraint_state=constraint.start(inputs, max_length) if constraint else ())
 
-    def not_done(step, previous, outputs, log_probs, lengths, finished, cache, state):
-        return ops.logical_and(step < max_length, ops.logical_not(ops.all(finished)))
+    def not_done(state):
+        return ops.logical_and(state.step < max_length, ops.logical_not(ops.all(state.finished)))
 
-    def body(step, previous, outputs, log_probs, lengths, finished, cache, state):
-        logits, cache = model.decode_step(previous, step, cache)
+    def body(state):
+        step, finished = state.step, state.finished
+        logits, cache = model.decode_step(state.previous, step, state.cache)
         step_log_probs = ops.where(ops.arange(ops.shape(logits)[-1]) == PAD_ID, _INVALID,
                                    ops.log_softmax(logits, axis=-1))
-        step_log_probs = _constrain(constraint, step_log_probs, state, step, limits)
+        step_log_probs = _constrain(constraint, step_log_probs, state.constraint_state, step,
+                                    limits)
         best = ops.cast(ops.argmax(step_log_probs, axis=-1), "int32")
         best_log_prob = ops.max(step_log_probs, axis=-1)
         next_ids = ops.where(finished, PAD_ID, best)
-        outputs = ops.slice_update(outputs, (0, step), next_ids[:, None])
-        log_probs = log_probs + ops.where(finished, 0.0, best_log_prob)
-        lengths = lengths + ops.cast(ops.logical_not(finished), "int32")
-        finished = finished | (next_ids == EOS_ID) | (step + 1 >= limits)
-        if constraint:
-            state = constraint.update(state, next_ids)
-        return step + 1, next_ids, outputs, log_probs, lengths, finished, cache, state
+        return (_GreedyState(
+            step=step + 1, previous=next_ids,
+            outputs=ops.slice_update(state.outputs, (0, step), next_ids[:, None]),
+            log_probs=state.log_probs + ops.where(finished, 0.0, best_log_prob),
+            lengths=state.lengths + ops.cast(ops.logical_not(finished), "int32"),
+            finished=finished | (next_ids == EOS_ID) | (step + 1 >= limits), cache=cache,
+            constraint_state=(constraint.update(state.constraint_state, next_ids) if constraint
+                              else ())),)
 
-    _, _, outputs, log_probs, lengths, _, _, _ = ops.while_loop(
-        not_done, body, (0, previous, outputs, log_probs, lengths, finished, cache, state))
-    return outputs, log_probs / length_penalty(ops.maximum(lengths, 1), alpha)
+    (end,) = ops.while_loop(not_done, body, (start,))
+    return end.outputs, end.log_probs / length_penalty(ops.maximum(end.lengths, 1), alpha)
 
 
 def beam_search(model, inputs, beam_size, alpha, extra_length, constraint=None):
@@ -134,33 +164,33 @@ def beam_search(model, inputs, beam_size, alpha, extra_length, constraint=None):
     """
     batch = ops.shape(inputs)[0]
     limits, max_length, cache = _start(model, inputs, extra_length)
-    # Every cache entry is batch-major: beams of example b are rows b * beam_size + k.
-    cache = keras.tree.map_structure(lambda x: ops.repeat(x, beam_size, axis=0), cache)
-    state = keras.tree.map_structure(lambda x: ops.repeat(x, beam_size, axis=0),
-                                     constraint.start(inputs, max_length) if constraint else ())
     beam_limits = ops.repeat(limits, beam_size, axis=0)
     empty = ops.zeros((batch, beam_size, max_length), "int32")
-    # One live beam per example at first, so the first step does not pick beam_size copies.
-    alive_log_probs = ops.tile(
-        ops.convert_to_tensor([[0.0] + [_INVALID] * (beam_size - 1)]), (batch, 1))
-    finished_scores = ops.full((batch, beam_size), _INVALID)
-    previous = ops.full((batch * beam_size,), PAD_ID, "int32")
     batch_offsets = ops.arange(batch, dtype="int32")[:, None] * beam_size
+    start = _BeamState(
+        step=0, previous=ops.full((batch * beam_size,), PAD_ID, "int32"), alive=empty,
+        # One live beam per example at first, so the first step does not pick beam_size
+        # copies.
+        alive_log_probs=ops.tile(
+            ops.convert_to_tensor([[0.0] + [_INVALID] * (beam_size - 1)]), (batch, 1)),
+        finished=empty, finished_scores=ops.full((batch, beam_size), _INVALID),
+        # Every cache entry is batch-major: beams of example b are rows b * beam_size + k.
+        cache=keras.tree.map_structure(lambda x: ops.repeat(x, beam_size, axis=0), cache),
+        constraint_state=keras.tree.map_structure(
+            lambda x: ops.repeat(x, beam_size, axis=0),
+            constraint.start(inputs, max_length) if constraint else ()))
 
-    def example_done(step, alive_log_probs, finished_scores):
-        best_possible = alive_log_probs[:, 0] / length_penalty(limits, alpha)
-        return (step >= limits) | (finished_scores[:, -1] > best_possible)
+    def not_done(state):
+        best_possible = state.alive_log_probs[:, 0] / length_penalty(limits, alpha)
+        example_done = (state.step >= limits) | (state.finished_scores[:, -1] > best_possible)
+        return ops.logical_and(state.step < max_length,
+                               ops.logical_not(ops.all(example_done)))
 
-    def not_done(step, previous, alive, alive_log_probs, finished, finished_scores, cache,
-                 state):
-        return ops.logical_and(
-            step < max_length,
-            ops.logical_not(ops.all(example_done(step, alive_log_probs, finished_scores))))
-
-    def body(step, previous, alive, alive_log_probs, finished, finished_scores, cache, state):
-        logits, new_cache = model.decode_step(previous, step, cache)
-        log_probs = _constrain(constraint, ops.log_softmax(logits, axis=-1), state, step,
-                               beam_limits)  # [batch * beam, vocab]
+    def body(state):
+        step, alive, alive_log_probs = state.step, state.alive, state.alive_log_probs
+        logits, new_cache = model.decode_step(state.previous, step, state.cache)
+        log_probs = _constrain(constraint, ops.log_softmax(logits, axis=-1),
+                               state.constraint_state, step, beam_limits)  # [batch * beam, V]
         penalty = length_penalty(step + 1, alpha)
         alive_valid = alive_log_probs > _INVALID / 2
         last_step = (step + 1 >= limits)[:, None]
@@ -189,27 +219,28 @@ def beam_search(model, inputs, beam_size, alpha, extra_length, constraint=None):
         alive = ops.reshape(ops.take(ops.reshape(alive, (batch * beam_size, -1)), rows, axis=0),
                             (batch, beam_size, max_length))
         alive = ops.slice_update(alive, (0, 0, step), tokens[:, :, None])
-        cache = _reorder(cache, new_cache, rows)
+        constraint_state = state.constraint_state
         if constraint:
-            state = constraint.update(
-                keras.tree.map_structure(lambda x: ops.take(x, rows, axis=0), state),
+            constraint_state = constraint.update(
+                keras.tree.map_structure(lambda x: ops.take(x, rows, axis=0), constraint_state),
                 ops.reshape(tokens, (-1,)))
 
         # At its limit an example's alive hypotheses finish unterminated.
         truncated_scores = ops.where(last_step & (top_log_probs > _INVALID / 2),
                                      top_log_probs / penalty, _INVALID)
-        candidate_scores = ops.concatenate([finished_scores, eos_scores, truncated_scores], 1)
+        candidate_scores = ops.concatenate([state.finished_scores, eos_scores, truncated_scores],
+                                           1)
         finished_scores, best = ops.top_k(candidate_scores, beam_size)
-        candidates = ops.reshape(ops.concatenate([finished, eos_ids, alive], axis=1),
+        candidates = ops.reshape(ops.concatenate([state.finished, eos_ids, alive], axis=1),
                                  (batch * 3 * beam_size, max_length))
         finished = ops.reshape(
             ops.take(candidates, ops.reshape(best + 3 * batch_offsets, (-1,)), axis=0),
             (batch, beam_size, max_length))
-        alive_log_probs = ops.where(last_step, _INVALID, top_log_probs)
-        return (step + 1, ops.reshape(tokens, (-1,)), alive, alive_log_probs, finished,
-                finished_scores, cache, state)
+        return (_BeamState(
+            step=step + 1, previous=ops.reshape(tokens, (-1,)), alive=alive,
+            alive_log_probs=ops.where(last_step, _INVALID, top_log_probs), finished=finished,
+            finished_scores=finished_scores, cache=_reorder(state.cache, new_cache, rows),
+            constraint_state=constraint_state),)
 
-    _, _, _, _, finished, finished_scores, _, _ = ops.while_loop(
-        not_done, body,
-        (0, previous, empty, alive_log_probs, empty, finished_scores, cache, state))
-    return finished, finished_scores
+    (end,) = ops.while_loop(not_done, body, (start,))
+    return end.finished, end.finished_scores

@@ -8,10 +8,11 @@ with its EOS, search, and give empty inputs empty outputs. Python callers tokeni
 
 import collections
 
-import numpy as np
 import tensorflow as tf
 
-from t2t_lite.data.vocabulary import EOS_ID, PAD_ID, tf_strip_mask
+from t2t_lite.config import EOS_ID, PAD_ID
+from t2t_lite.data.vocabulary import tf_strip_mask
+from t2t_lite.decoding.inputs import length_batches, max_input_tokens, padded
 from t2t_lite.decoding.search import beam_search, search
 from t2t_lite.utils.errors import UserError
 
@@ -22,9 +23,9 @@ class Translator(tf.Module):
     """Translates with `model` and `vocabulary` by the decoding hparams (beam_size, alpha,
     extra_length) and the input limit max_length.
 
-    Scores are the length-penalized log-probabilities of the outputs (see t2t_lite.decoding.search); an
-    empty input has the empty output and score 0. A tf.Module, so that saving it saves the model
-    and the vocabulary's in-graph tokenizer with its signatures.
+    Scores are the length-penalized log-probabilities of the outputs (see
+    t2t_lite.decoding.search); an empty input has the empty output and score 0. A tf.Module, so
+    that saving it saves the model and the vocabulary's in-graph tokenizer with its signatures.
 
     A problem may add a search `constraint` (see t2t_lite.decoding.search) and `tf_postprocess`,
     the in-graph twin of its Problem.postprocess that the text signature applies:
@@ -38,7 +39,7 @@ class Translator(tf.Module):
         self.vocabulary = vocabulary
         self.hparams = hparams
         self.batch_size = batch_size
-        self.max_input_tokens = hparams.max_length - 1  # and EOS
+        self.max_input_tokens = max_input_tokens(hparams)
         self.tf_postprocess = tf_postprocess
         # Not jit_compile: XLA would compile anew for every input shape, and its gain on CPU
         # is small and load-dependent (benchmarks/RESULTS.md).
@@ -67,14 +68,8 @@ class Translator(tf.Module):
     def batches(self, token_lists):
         """(indices, PAD-padded ids [len(indices), length]) of `token_lists` in batches of
         similar length, each list truncated to max_input_tokens."""
-        order = sorted(range(len(token_lists)), key=lambda i: len(token_lists[i]))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start:start + self.batch_size]
-            rows = [token_lists[i][: self.max_input_tokens] for i in chunk]
-            ids = np.full((len(rows), max(map(len, rows))), PAD_ID, "int32")
-            for row, tokens in zip(ids, rows):
-                row[: len(tokens)] = tokens
-            yield chunk, ids
+        for chunk in length_batches(token_lists, self.batch_size):
+            yield chunk, padded([token_lists[i][: self.max_input_tokens] for i in chunk])
 
     def collect(self, results, chunk, translated):
         """Puts translate_ids' output for the batch of indices `chunk` into `results`."""
@@ -98,13 +93,12 @@ class Translator(tf.Module):
                                            self.constraint),
                 reduce_retracing=True)
         results = [[Translation("", 0.0)] * n for _ in token_lists]
-        nonempty = [i for i, tokens in enumerate(token_lists) if tokens]
-        for chunk, ids in self.batches([token_lists[i] for i in nonempty]):
-            inputs = np.pad(ids, [[0, 0], [0, 1]])
-            inputs[np.arange(len(ids)), (ids != PAD_ID).sum(axis=1)] = EOS_ID
-            outputs, scores = self._n_best_search(inputs)
+        nonempty = [tokens[: self.max_input_tokens] for tokens in token_lists if tokens]
+        indices = [i for i, tokens in enumerate(token_lists) if tokens]
+        for chunk in length_batches(nonempty, self.batch_size):
+            outputs, scores = self._n_best_search(padded([nonempty[i] for i in chunk], eos=True))
             for i, beams, beam_scores in zip(chunk, outputs.numpy(), scores.numpy()):
-                results[nonempty[i]] = [Translation(self.vocabulary.decode(ids), float(score))
+                results[indices[i]] = [Translation(self.vocabulary.decode(ids), float(score))
                                         for ids, score in zip(beams[:n], beam_scores[:n])]
         return results
 

@@ -19,32 +19,16 @@ import tempfile
 
 import numpy as np
 
-from t2t_lite.data.vocabulary import EOS_ID, PAD_ID, UNK_ID
-from t2t_lite.export.saved_model import new_version
-from t2t_lite.training.checkpoints import resolve_checkpoint
+from t2t_lite.config import EOS_ID, PAD_ID, UNK_ID
+from t2t_lite.decoding.ctranslate2_translator import check_quantization, import_ctranslate2
+from t2t_lite.export.versions import new_version
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import write_bytes_atomically
 
 logger = logging.getLogger("t2t_lite")
 
-QUANTIZATIONS = ("float32", "int8", "int8_float32")
 SENTENCEPIECE_FILE = "sentencepiece.model"
-CACHE_DIR = "ctranslate2"  # in the model_dir: the conversion the decoder reuses
 MIN_POSITIONS = 1024  # rows of the position table, at least; outputs may not reach beyond
-
-
-def import_ctranslate2():
-    try:
-        import ctranslate2
-    except ImportError:
-        raise UserError("the CTranslate2 engine needs the ctranslate2 package: "
-                        "pip install 't2t_lite[ctranslate2]'") from None
-    return ctranslate2
-
-
-def check_quantization(quantization):
-    if quantization not in QUANTIZATIONS:
-        raise UserError(f"--quantization={quantization}: use one of {', '.join(QUANTIZATIONS)}")
 
 
 def num_positions(hparams):
@@ -141,28 +125,27 @@ def save(model, vocabulary, path, quantization="float32"):
         write_bytes_atomically(os.path.join(path, SENTENCEPIECE_FILE), model_proto)
 
 
-def export(runner, export_dir, checkpoint_path=None, quantization="float32"):
-    """Exports runner's checkpoint as a new numbered version of export_dir; returns its path."""
+def export(model, vocabulary, export_dir, quantization="float32"):
+    """Writes `model` and `vocabulary` as a new numbered version of export_dir; returns its
+    path."""
     check_quantization(quantization)
     import_ctranslate2()
-    model = runner.restored_model(checkpoint_path)
-    return new_version(export_dir, lambda path: save(model, runner.vocabulary, path,
-                                                     quantization))
+    return new_version(export_dir, lambda path: save(model, vocabulary, path, quantization))
 
 
-def cached_conversion(runner, checkpoint_path=None):
-    """The float32 CTranslate2 model of runner's checkpoint, converted on first use and kept in
-    MODEL_DIR/ctranslate2/CHECKPOINT_NAME, so a newer checkpoint is converted anew (and older
-    conversions removed). Quantization is applied when loading."""
+def cached_conversion(model_dir, checkpoint, load_model, vocabulary):
+    """The float32 CTranslate2 model of `checkpoint` of the ModelDir model_dir, converted from
+    `load_model()` on first use and kept in MODEL_DIR/ctranslate2/CHECKPOINT_NAME, so a newer
+    checkpoint is converted anew (and older conversions removed). Quantization is applied when
+    loading."""
     import_ctranslate2()
-    checkpoint = resolve_checkpoint(runner.model_dir, checkpoint_path)
-    cache_dir = os.path.join(runner.model_dir, CACHE_DIR)
-    key = _cache_key(runner.model_dir, checkpoint)
+    cache_dir = model_dir.ctranslate2_cache
+    key = _cache_key(model_dir.path, checkpoint)
     path = os.path.join(cache_dir, key)
     if os.path.isfile(os.path.join(path, "model.bin")):
         logger.info("using the CTranslate2 conversion %s", path)
         return path
-    model = runner.restored_model(checkpoint)
+    model = load_model()
     try:
         os.makedirs(cache_dir, exist_ok=True)
         temporary = tempfile.mkdtemp(dir=cache_dir, prefix=".tmp-")
@@ -171,7 +154,7 @@ def cached_conversion(runner, checkpoint_path=None):
                         f"{error.strerror}; make it writable, or export with t2t-lite-exporter "
                         "--format=ctranslate2 and load that") from None
     try:
-        save(model, runner.vocabulary, os.path.join(temporary, "model"))
+        save(model, vocabulary, os.path.join(temporary, "model"))
         os.replace(os.path.join(temporary, "model"), path)
     except OSError:
         if not os.path.isfile(os.path.join(path, "model.bin")):  # another decoder's is as good

@@ -10,16 +10,12 @@ and its reason in `errors` ("" for the others), so one bad item does not fail a 
 The second takes and returns token ids without EOS, PAD(0)-padded, for servers without the
 tokenizer's ops (a SentencePiece vocabulary needs `import tensorflow_text` before loading).
 Versions are numbered subdirectories of the export directory, the layout TensorFlow Serving
-watches.
+watches (t2t_lite.export.versions).
 """
-
-import os
-import shutil
-import time
 
 import tensorflow as tf
 
-from t2t_lite.utils.files import make_directory, temporary_directory
+from t2t_lite.export.versions import new_version
 
 SIGNATURES = ("serving_default", "translate_ids")
 
@@ -31,22 +27,3 @@ def export(translator, export_dir):
         "serving_default": translator.translate_strings,
         "translate_ids": translator.translate_ids,
     }))
-
-
-def new_version(export_dir, write):
-    """Calls write(path) to write a new version of export_dir; returns the version's path.
-
-    The version is the time in seconds (as tf.estimator did), and is written under a temporary
-    name and renamed, so a server never loads a half-written model.
-    """
-    make_directory(export_dir, "export_dir")
-    versions = [int(name) for name in os.listdir(export_dir) if name.isdigit()]
-    version = max([int(time.time())] + [v + 1 for v in versions])
-    path = os.path.join(export_dir, str(version))
-    temporary = temporary_directory(export_dir, ".tmp-")
-    try:
-        write(os.path.join(temporary, "model"))
-        os.replace(os.path.join(temporary, "model"), path)
-    finally:
-        shutil.rmtree(temporary, ignore_errors=True)
-    return path

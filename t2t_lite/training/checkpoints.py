@@ -1,28 +1,26 @@
-"""Checkpoints of a model_dir: finding them, averaging the last N, copying one to a new model_dir.
+"""Checkpoints of a model_dir: finding them, restoring them (old layouts and damaged files
+included), saving them, and copying one to a new model_dir (best/, an average).
 
-The paper's reported models average the last 5 (base) or 20 (big) checkpoints. The results are
-written as complete model_dirs (checkpoint, hparams.json, problem.json), so that every command
-takes them as `--model_dir`; each is built under a temporary name and renamed when complete.
+A copy is written as a complete model_dir (checkpoint, the experiment's records, info.json), so
+that every command takes it as `--model_dir`; it is built under a temporary name and renamed
+when complete.
 """
 
 import glob
-import json
 import logging
 import os
 import shutil
 import tempfile
 
 import keras
-import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from t2t_lite.model_dir import ModelDir
 from t2t_lite.utils.errors import UserError
-from t2t_lite.utils.files import make_directory, temporary_directory, write_text_atomically
+from t2t_lite.utils.files import make_directory, temporary_directory
 
 logger = logging.getLogger("t2t_lite")
-
-EXPERIMENT_FILES = ("hparams.json", "problem.json")
 
 
 def checkpoint_paths(model_dir):
@@ -34,6 +32,12 @@ def checkpoint_paths(model_dir):
 def checkpoint_step(path):
     """The step of a checkpoint the trainer saved (it numbers them by step): ckpt-1500 -> 1500."""
     return int(path.rsplit("-", 1)[1])
+
+
+def latest_step(model_dir):
+    """The step of the latest checkpoint in model_dir (0 without one)."""
+    latest = tf.train.latest_checkpoint(model_dir)
+    return checkpoint_step(latest) if latest else 0
 
 
 def resolve_checkpoint(model_dir, checkpoint_path=None):
@@ -194,30 +198,6 @@ def last_checkpoints(model_dir, n):
     return paths[-n:]
 
 
-def average_checkpoints(runner, paths, output_dir, info=None, replace=False):
-    """Writes to output_dir a model_dir whose model weights are the element-wise mean of those
-    of the checkpoints `paths` of runner's experiment; its step and optimizer state are the last
-    path's, so training could even continue from it. `info` goes into its info.json besides the
-    averaged paths; an existing output_dir is an error unless `replace`. Returns the new
-    checkpoint's path."""
-    from t2t_lite.training.trainer import Trainer
-
-    if not replace:
-        check_new_dir(output_dir)
-    trainer = Trainer(runner.hparams, runner.vocabulary.size)
-    variables = [v for v in trainer.model.variables if "float" in str(v.dtype)]
-    sums = [np.zeros(v.shape, "float64") for v in variables]
-    for path in paths:  # the last restored stays: its step and optimizer state are kept
-        restore_existing(trainer.checkpoint, path)
-        for total, variable in zip(sums, variables):
-            total += np.asarray(variable.numpy(), "float64")
-    for total, variable in zip(sums, variables):
-        variable.assign((total / len(paths)).astype(variable.dtype))
-    logger.info("averaged %d checkpoints: %s", len(paths), ", ".join(map(os.path.basename, paths)))
-    return save_model_dir(trainer.checkpoint, trainer.step, runner.model_dir, output_dir,
-                          {"averaged_checkpoints": list(paths), **(info or {})}, replace)
-
-
 def check_new_dir(output_dir):
     """Fails early (before any work) if output_dir cannot become a new model_dir."""
     if os.path.isdir(output_dir) and os.listdir(output_dir):
@@ -227,10 +207,10 @@ def check_new_dir(output_dir):
 
 
 def save_model_dir(checkpoint, step, model_dir, output_dir, info, replace=False):
-    """Saves `checkpoint` at `step` as a new model_dir output_dir with model_dir's experiment
-    files and `info` in info.json; returns the checkpoint's path. The directory is built under
-    a temporary name and renamed, so output_dir is never half-written; an existing non-empty
-    output_dir is an error unless `replace`."""
+    """Saves `checkpoint` at `step` as a new model_dir output_dir with the experiment of
+    model_dir and `info` in info.json; returns the checkpoint's path. The directory is
+    built under a temporary name and renamed, so output_dir is never half-written; an existing
+    non-empty output_dir is an error unless `replace`."""
     output_dir = os.path.abspath(output_dir)
     if not replace:
         check_new_dir(output_dir)
@@ -238,10 +218,9 @@ def save_model_dir(checkpoint, step, model_dir, output_dir, info, replace=False)
     os.makedirs(parent, exist_ok=True)
     temporary = temporary_directory(parent, f".{os.path.basename(output_dir)}-")
     try:
-        for name in EXPERIMENT_FILES:
-            shutil.copy(os.path.join(model_dir, name), temporary)
-        write_text_atomically(os.path.join(temporary, "info.json"),
-                              json.dumps(info, indent=2) + "\n")
+        for path in ModelDir(model_dir).experiment_files():
+            shutil.copy(path, temporary)
+        ModelDir(temporary).write_info(info)
         saved = tf.train.CheckpointManager(checkpoint, temporary, max_to_keep=1).save(
             checkpoint_number=step)
         if os.path.isdir(output_dir):

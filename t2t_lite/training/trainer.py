@@ -1,4 +1,5 @@
-"""Training: the paper's learning-rate schedule, label-smoothed loss, and the distributed loop.
+"""Trainer: the distributed training loop on TensorFlow (tf.distribute), with checkpoints that hold
+the model, the optimizer, the position in the data and the dropout seeds.
 
 The loop is written on tf.distribute rather than `Model.fit` because the paper's loss is a mean
 over *all* target tokens of a step, across replicas and accumulated micro-batches; each replica
@@ -12,123 +13,22 @@ tf.distribute's (which cannot be checkpointed), so that a checkpoint holds the p
 data and a resumed run continues exactly where the interrupted one stopped.
 """
 
-import contextlib
 import logging
 import math
-import os
-import time
 
 import keras
 import tensorflow as tf
-from keras import ops
 
-from t2t_lite.data.vocabulary import PAD_ID
-from t2t_lite.models.transformer import Transformer
+from t2t_lite.models.transformer import create_model
 from t2t_lite.training.checkpoints import remove_partial_saves, save
+from t2t_lite.training.distribution import data_key, worker_index
+from t2t_lite.training.loss import batch_statistics, summarize
+from t2t_lite.training.optimizer import create_optimizer
 from t2t_lite.training.preemption import stop_on_signals
+from t2t_lite.training.progress import Progress
 from t2t_lite.utils.errors import UserError
 
 logger = logging.getLogger("t2t_lite")
-
-
-@keras.saving.register_keras_serializable(package="t2t_lite")
-class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
-    """lrate = learning_rate * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5).
-
-    Keras passes the number of updates already applied; the paper's step counts from 1.
-    """
-
-    def __init__(self, d_model, warmup_steps, learning_rate=1.0):
-        self.d_model = d_model
-        self.warmup_steps = warmup_steps
-        self.learning_rate = learning_rate
-
-    def __call__(self, iterations):
-        step = ops.cast(iterations, "float32") + 1.0
-        decay = ops.minimum(ops.rsqrt(step), step * self.warmup_steps**-1.5)
-        return self.learning_rate * self.d_model**-0.5 * decay
-
-    def get_config(self):
-        return {"d_model": self.d_model, "warmup_steps": self.warmup_steps,
-                "learning_rate": self.learning_rate}
-
-
-def smoothed_cross_entropy(logits, labels, smoothing):
-    """Per-position cross-entropy against the smoothed target distribution: 1 - smoothing on
-    the label and smoothing / (V - 1) on every other class, as in tensor2tensor."""
-    vocab_size = ops.shape(logits)[-1]
-    log_probs = ops.log_softmax(logits, axis=-1)
-    label_log_probs = ops.take_along_axis(log_probs, labels[..., None], axis=-1)[..., 0]
-    other = smoothing / ops.cast(vocab_size - 1, "float32")
-    return -((1.0 - smoothing - other) * label_log_probs + other * ops.sum(log_probs, axis=-1))
-
-
-def batch_statistics(logits, features, labels, smoothing):
-    """Sums over one batch, so that replicas and micro-batches combine exactly."""
-    weights = ops.cast(labels != PAD_ID, "float32")
-    predictions = ops.cast(ops.argmax(logits, axis=-1), labels.dtype)
-    nll = smoothed_cross_entropy(logits, labels, 0.0)
-    return {
-        "loss": ops.sum(smoothed_cross_entropy(logits, labels, smoothing) * weights),
-        "nll": ops.sum(nll * weights),
-        "correct": ops.sum(ops.cast(predictions == labels, "float32") * weights),
-        "tokens": ops.sum(weights),
-        "target_slots": ops.cast(ops.size(labels), "float32"),
-        "source_tokens": ops.sum(ops.cast(features["inputs"] != PAD_ID, "float32")),
-        "source_slots": ops.cast(ops.size(features["inputs"]), "float32"),
-    }
-
-
-def summarize(sums):
-    """Means from summed batch statistics."""
-    tokens = max(float(sums["tokens"]), 1.0)
-    return {
-        "loss": float(sums["loss"]) / tokens,
-        "perplexity": math.exp(min(float(sums["nll"]) / tokens, 50.0)),
-        "accuracy": float(sums["correct"]) / tokens,
-        "padding_fraction": 1.0 - (float(sums["tokens"]) + float(sums["source_tokens"]))
-        / max(float(sums["target_slots"]) + float(sums["source_slots"]), 1.0),
-    }
-
-
-def create_strategy(name="auto"):
-    """default / mirrored / multi_worker, or auto: multi_worker when TF_CONFIG is set, mirrored
-    when several GPUs are visible, else the default strategy."""
-    if name == "auto":
-        if os.environ.get("TF_CONFIG"):
-            name = "multi_worker"
-        elif len(tf.config.list_logical_devices("GPU")) > 1:
-            name = "mirrored"
-        else:
-            name = "default"
-    if name == "multi_worker":
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    if name == "mirrored":
-        return tf.distribute.MirroredStrategy()
-    if name == "default":
-        return tf.distribute.get_strategy()
-    raise UserError(f"unknown --strategy '{name}': use auto, default, mirrored or multi_worker")
-
-
-def create_model(hparams, vocab_size):
-    """The Transformer with its variables, in hparams.precision (e.g. mixed_float16)."""
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(hparams.precision)
-    try:
-        return Transformer(hparams, vocab_size).create_variables()
-    finally:
-        keras.config.set_dtype_policy(previous)
-
-
-def create_optimizer(hparams):
-    """Adam with the paper's betas and epsilon on the paper's schedule; loss-scaled in float16."""
-    optimizer = keras.optimizers.Adam(
-        learning_rate=TransformerSchedule(hparams.d_model, hparams.warmup_steps,
-                                          hparams.learning_rate),
-        beta_1=hparams.adam_beta1, beta_2=hparams.adam_beta2, epsilon=hparams.adam_epsilon)
-    if hparams.precision == "mixed_float16":
-        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    return optimizer
 
 
 class TrainingDiverged(UserError):
@@ -143,17 +43,6 @@ class Stopped(UserError):
                  if checkpoints else "nothing saved (no checkpoint directory)")
         super().__init__(f"stopped by {signal_name or 'a signal to another worker'} at step "
                          f"{step}; {where}")
-
-
-def worker_index(strategy):
-    """(index of this worker, number of workers): (0, 1) unless multi-worker."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not resolver.task_type:
-        return 0, 1
-    cluster = resolver.cluster_spec().as_dict()
-    chiefs = len(cluster.get("chief", ()))
-    offset = chiefs if resolver.task_type == "worker" else 0
-    return offset + resolver.task_id, chiefs + len(cluster.get("worker", ()))
 
 
 class Trainer:
@@ -258,7 +147,7 @@ class Trainer:
         seeds and each replica's data iterator, kept apart by the number of replicas sharing
         the data (another number divides it otherwise)."""
         seeds = [v.value for v in self.model.variables if "seed_generator_state" in v.path]
-        return {"dropout_seeds": seeds, _data_key(self.strategy): iterators}
+        return {"dropout_seeds": seeds, data_key(self.strategy): iterators}
 
     def _checkpoint_bytes(self):
         """The size of the model and optimizer variables (a checkpoint also holds the data
@@ -302,7 +191,7 @@ class Trainer:
             # Only the chief saves: other workers of a multi-worker run restart their data.
             saved = {"/".join(name.split("/")[:2])
                      for name, _ in tf.train.list_variables(resume_from)}
-            missing = [r for r in iterators if f"{_data_key(self.strategy)}/{r}" not in saved]
+            missing = [r for r in iterators if f"{data_key(self.strategy)}/{r}" not in saved]
             if missing:
                 logger.info("%s holds no data position for %s: its data starts afresh",
                             resume_from, ", ".join(missing))
@@ -314,7 +203,7 @@ class Trainer:
             checkpoints = tf.train.CheckpointManager(state, checkpoint_dir, keep_checkpoints)
         writer = tf.summary.create_file_writer(summary_dir) if summary_dir else None
         step = self.step
-        progress = _Progress(step, train_steps)
+        progress = Progress(step, train_steps)
         with stop_on_signals() as signals:
             while step < train_steps:
                 previous_step = step
@@ -347,50 +236,3 @@ class Trainer:
                             save(checkpoints, step, self._checkpoint_bytes())
                         break
         return step
-
-
-def _data_key(strategy):
-    return f"data_of_{strategy.num_replicas_in_sync}_replicas"
-
-
-class _Progress:
-    """Aggregates statistics between log lines and prints step, loss, lr, tokens/s and ETA;
-    time spent checkpointing and evaluating does not count against throughput."""
-
-    def __init__(self, start_step, train_steps):
-        self.train_steps = train_steps
-        self.last_step = start_step
-        self.last_time = time.perf_counter()
-        self.paused_time = 0.0
-        self.sums = None
-
-    def add(self, sums):
-        self.sums = sums if self.sums is None else {k: self.sums[k] + sums[k] for k in sums}
-
-    @contextlib.contextmanager
-    def paused(self):
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.paused_time += time.perf_counter() - start
-
-    def report(self, step, learning_rate):
-        now = time.perf_counter()
-        elapsed = max(now - self.last_time - self.paused_time, 1e-9)
-        metrics = summarize(self.sums)
-        metrics["learning_rate"] = learning_rate
-        metrics["tokens_per_second"] = self.sums["tokens"] / elapsed
-        eta = (self.train_steps - step) * elapsed / max(step - self.last_step, 1)
-        logger.info(
-            "step %d/%d  loss %.4f  accuracy %.3f  lr %.3g  %s target tokens/s  ETA %s",
-            step, self.train_steps, metrics["loss"], metrics["accuracy"], learning_rate,
-            f"{metrics['tokens_per_second']:,.0f}", _duration(eta))
-        self.last_step, self.last_time, self.paused_time, self.sums = step, now, 0.0, None
-        return metrics
-
-
-def _duration(seconds):
-    minutes, seconds = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"

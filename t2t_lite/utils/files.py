@@ -9,6 +9,11 @@ import tempfile
 from t2t_lite.utils.errors import UserError
 
 
+def absolute(path):
+    """`path` with `~` expanded, made absolute."""
+    return os.path.abspath(os.path.expanduser(os.fspath(path)))
+
+
 def make_directory(path, flag):
     """os.makedirs(path) for the directory of --flag, checked to be writable; the OS's refusal
     is a UserError naming the flag, the path and the fix."""

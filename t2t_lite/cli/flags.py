@@ -1,4 +1,15 @@
-"""Flags shared by the commands that translate with a trained model_dir (decoder, exporter)."""
+"""Flags shared by several commands: those of a trained model_dir (decoder, exporter) and
+--bleu_tokenize (trainer, decoder)."""
+
+from t2t_lite import cli
+from t2t_lite.evaluation.metrics import BLEU_TOKENIZERS
+
+
+def add_bleu_tokenize_flag(parser):
+    parser.add_argument("--bleu_tokenize", choices=BLEU_TOKENIZERS,
+                        help="sacreBLEU's tokenizer (default: the target language's: zh for "
+                        "Chinese, ja-mecab for Japanese if installed, else 13a, the WMT "
+                        "standard; intl for paper-style comparisons on non-ASCII text)")
 
 
 def add_model_flags(parser):
@@ -16,8 +27,7 @@ def add_model_flags(parser):
     parser.add_argument("--extra_length", type=int,
                         help="outputs have at most input length + this many tokens "
                         "(default: hparams, 50)")
-    parser.add_argument("--usr_dir", help="a Python module or package registering the problem "
-                        "the model was trained on, if it is not built in")
+    parser.add_usr_dir_flag("the problem the model was trained on")
 
 
 def parse_with_quantization(parser, argv, flag, value):
@@ -31,22 +41,14 @@ def parse_with_quantization(parser, argv, flag, value):
     return args
 
 
+def decoding_flags(args):
+    """The decoding hparams the flags change (None keeps the model_dir's)."""
+    return {"beam_size": args.beam_size, "alpha": args.alpha, "extra_length": args.extra_length}
+
+
 def runner_from_flags(args):
     """The Runner of --model_dir (its problem and hparams; no model loaded)."""
-    from t2t_lite import registry
     from t2t_lite.runner import Runner
 
-    if args.usr_dir:
-        registry.import_usr_dir(args.usr_dir)
+    cli.import_usr_dir(args)
     return Runner.from_model_dir(args.model_dir, args.data_dir)
-
-
-def translator_from_flags(args, batch_size=32, engine="tensorflow", quantization="float32",
-                          runner=None):
-    """The Runner of --model_dir (or `runner`) and a Translator on its restored checkpoint."""
-    runner = runner or runner_from_flags(args)
-    translator = runner.translator(checkpoint_path=args.checkpoint_path, batch_size=batch_size,
-                                   engine=engine, quantization=quantization,
-                                   beam_size=args.beam_size, alpha=args.alpha,
-                                   extra_length=args.extra_length)
-    return runner, translator

@@ -1,0 +1,107 @@
+"""What t2t-lite-decoder does with its input and output: a file of sentences translated in batches
+(one output line per input line, or the n best of each), scored against references by the
+problem, its attention written line by line; or lines typed or piped on stdin, translated one at
+a time, each giving exactly one output line so that a pipe stays aligned.
+"""
+
+import logging
+import sys
+import time
+
+from t2t_lite.data.corpus import decode_line, read_lines, tsv_text
+from t2t_lite.decoding.inputs import encode_lines
+from t2t_lite.utils.errors import UserError
+from t2t_lite.utils.files import write_text_atomically
+
+logger = logging.getLogger("t2t_lite")
+
+
+def read_sources_and_references(problem, sources_path, references_path=None):
+    """The lines of sources_path and, if given, the references the problem reads from
+    references_path, one per source; read before any model is loaded, so mistakes show at
+    once."""
+    sources = list(read_lines(sources_path))
+    references = None
+    if references_path:
+        references = problem.read_references(references_path)
+        if len(references) != len(sources):
+            raise UserError(f"{references_path} has {len(references)} {problem.reference_unit} "
+                            f"but {sources_path} has {len(sources)}: they must be parallel")
+    return sources, references
+
+
+def decode_file(translator, problem, sources, source_name, *, output_path=None, n_best=None,
+                references=None, attention_dir=None, bleu_tokenize=None, bleu_lowercase=False):
+    """Translates `sources` (the lines of source_name) and writes the postprocessed translations,
+    or with n_best the n best of each as `hypothesis<TAB>score` lines, to output_path (default:
+    stdout); with attention_dir, each line's attention. Returns the problem's one-line score
+    against `references` (e.g. sacreBLEU's), or None without references."""
+    token_lists = encode_lines(translator.vocabulary, sources, source_name,
+                               translator.max_input_tokens)
+    start = time.perf_counter()
+    if n_best:
+        candidates = translator.translate_n_best(token_lists, n_best)
+    else:
+        candidates = [[t] for t in translator.translate_tokens(token_lists)]
+    outputs = [[problem.postprocess(source, t.text) for t in translations]
+               for source, translations in zip(sources, candidates)]
+    elapsed = time.perf_counter() - start
+    logger.info("translated %d lines in %.1f s (%.1f sentences/s)", len(sources), elapsed,
+                len(sources) / max(elapsed, 1e-9))
+    hypotheses = [texts[0].text for texts in outputs]
+    if n_best:
+        text = tsv_text((output.text, f"{t.score:.6f}")
+                        for texts, translations in zip(outputs, candidates)
+                        for output, t in zip(texts, translations))
+    else:
+        text = "".join(f"{hypothesis}\n" for hypothesis in hypotheses)
+    if output_path:
+        write_text_atomically(output_path, text)
+        logger.info("wrote %s", output_path)
+    else:
+        sys.stdout.write(text)
+    if attention_dir:
+        write_attention(translator, token_lists, hypotheses, attention_dir)
+    if references is None:
+        return None
+    return problem.reference_report(hypotheses, references,
+                                    repaired=sum(texts[0].repaired for texts in outputs),
+                                    bleu_tokenize=bleu_tokenize, lowercase=bleu_lowercase)
+
+
+def write_attention(translator, token_lists, hypotheses, directory):
+    """N.png and N.npz in `directory`: the attention of source N (token_lists[N - 1]) and its
+    translation."""
+    from t2t_lite.decoding.attention import attention_weights
+    from t2t_lite.decoding.attention_plot import save_attention
+
+    target_tokens = [translator.vocabulary.encode(text) for text in hypotheses]
+    save_attention(attention_weights(translator, token_lists, target_tokens), directory)
+    logger.info("wrote the attention of %d lines to %s", len(hypotheses), directory)
+
+
+def translate_stream(translator, problem, lines=None, output=None):
+    """Translates each line of `lines` (bytes; default stdin) as soon as it comes, writing one
+    line to `output` (default stdout) for each: a line that cannot be translated gives an empty
+    one and a warning on stderr naming it."""
+    lines = lines or sys.stdin.buffer
+    output = output or sys.stdout
+    prompt = lines is sys.stdin.buffer and sys.stdin.isatty()
+    number = 0
+    while True:
+        if prompt:
+            print("> ", end="", file=sys.stderr, flush=True)
+        raw = lines.readline()
+        if not raw:
+            return
+        number += 1
+        try:
+            line = decode_line(raw, number, "stdin")
+            tokens = encode_lines(translator.vocabulary, [line], "stdin",
+                                  translator.max_input_tokens, number)[0]
+        except UserError as error:
+            logger.warning("%s: its output line is empty", error)
+            print(file=output, flush=True)
+            continue
+        translation = translator.translate_tokens([tokens])[0]
+        print(problem.postprocess(line, translation.text).text, file=output, flush=True)

@@ -1,0 +1,119 @@
+"""Engines: the ways a trained model runs, in one registry that the decoder (`--engine`) and the
+exporter (`--format`) both choose from, as OpenNMT-tf's `make_exporter(name)` does.
+
+Each engine has an in-process translator and a directory format: `tensorflow` translates with
+t2t_lite's own search (decoding.Translator) and exports it as a SavedModel; `ctranslate2`
+translates with CTranslate2 on a conversion cached in the model_dir and exports that conversion.
+"""
+
+
+from t2t_lite.decoding.ctranslate2_translator import (
+    QUANTIZATIONS,
+    CTranslate2Translator,
+    check_quantization,
+    import_ctranslate2,
+)
+from t2t_lite.decoding.translator import Translator
+from t2t_lite.training.checkpoints import resolve_checkpoint
+from t2t_lite.utils.errors import UserError
+
+
+class TrainedModel:
+    """What an engine needs of a trained model_dir: its ModelDir, problem, vocabulary and
+    hparams, the checkpoint to run (`checkpoint_path`, a checkpoint or a directory of them;
+    default the latest) and `restore(path)`, which restores a checkpoint's Keras model. `model`,
+    if given, is the model to run instead (e.g. the trainer's)."""
+
+    def __init__(self, model_dir, problem, vocabulary, hparams, restore, checkpoint_path=None,
+                 model=None):
+        self.model_dir = model_dir
+        self.problem = problem
+        self.vocabulary = vocabulary
+        self.hparams = hparams
+        self._restore = restore
+        self._checkpoint_path = checkpoint_path
+        self._checkpoint = None
+        self._model = model
+
+    def checkpoint(self):
+        """The path of the checkpoint to run, resolved once."""
+        if self._checkpoint is None:
+            self._checkpoint = resolve_checkpoint(self.model_dir.path, self._checkpoint_path)
+        return self._checkpoint
+
+    def model(self):
+        """The Keras model to run, restored once."""
+        if self._model is None:
+            self._model = self._restore(self.checkpoint())
+        return self._model
+
+
+class TensorFlowEngine:
+    name = "tensorflow"
+    format = "saved_model"
+    quantizations = ()
+
+    def translator(self, trained, hparams, batch_size=32, quantization=None):
+        constraint = trained.problem.search_constraint(trained.vocabulary)
+        return Translator(trained.model(), trained.vocabulary, hparams, batch_size, constraint,
+                          trained.problem.tf_postprocess(trained.vocabulary))
+
+    def export(self, trained, hparams, export_dir, quantization=None):
+        from t2t_lite.export import saved_model
+
+        return saved_model.export(self.translator(trained, hparams), export_dir)
+
+
+class CTranslate2Engine:
+    name = "ctranslate2"
+    format = "ctranslate2"
+    quantizations = QUANTIZATIONS
+
+    def translator(self, trained, hparams, batch_size=32, quantization="float32"):
+        from t2t_lite.export.ctranslate2 import cached_conversion, num_positions
+
+        check_quantization(quantization)
+        import_ctranslate2()
+        if trained.problem.search_constraint(trained.vocabulary) is not None:
+            raise UserError(f"{trained.problem.name} needs a constrained search (e.g. to well-"
+                            "formed trees), which CTranslate2 cannot run: use "
+                            "--engine=tensorflow")
+        longest = num_positions(trained.hparams) - hparams.max_length
+        if hparams.extra_length > longest:
+            raise UserError(f"--extra_length={hparams.extra_length} is too long for the "
+                            f"CTranslate2 engine's position table: use at most {longest}")
+        path = cached_conversion(trained.model_dir, trained.checkpoint(), trained.model,
+                                 trained.vocabulary)
+        return CTranslate2Translator(path, trained.vocabulary, hparams, batch_size, quantization)
+
+    def export(self, trained, hparams, export_dir, quantization="float32"):
+        from t2t_lite.export import ctranslate2
+
+        check_quantization(quantization)
+        import_ctranslate2()
+        return ctranslate2.export(trained.model(), trained.vocabulary, export_dir, quantization)
+
+
+ENGINES = (TensorFlowEngine(), CTranslate2Engine())
+ENGINE_NAMES = tuple(engine.name for engine in ENGINES)
+FORMATS = tuple(engine.format for engine in ENGINES)
+
+
+def make_engine(name):
+    """The engine called `name` (the decoder's --engine)."""
+    for engine in ENGINES:
+        if engine.name == name:
+            return engine
+    raise UserError(f"unknown engine '{name}': use {' or '.join(ENGINE_NAMES)}")
+
+
+def make_exporter(format_name):
+    """The engine whose directory format is `format_name` (the exporter's --format)."""
+    for engine in ENGINES:
+        if engine.format == format_name:
+            return engine
+    raise UserError(f"unknown format '{format_name}': use {' or '.join(FORMATS)}")
+
+
+def default_export_dir(model_dir, format_name):
+    return model_dir.export_dir(format_name)

@@ -1,0 +1,167 @@
+"""ModelDir: the layout of a model_dir and what it records, with no TensorFlow in it.
+
+A model_dir holds one experiment (an `Experiment`: its problem, hparams set, final hparams, data_dir
+and the training-only hparams changed on resume), recorded in hparams.json and problem.json so
+that later commands need no other flag; its checkpoints (named ckpt-STEP); TensorBoard summaries
+in train/ and eval/; the history of its evaluations in eval/history.json; and model_dirs of its
+own, best/ (the best checkpoint by a metric) and avg/ (an average of checkpoints), each with an
+info.json saying what it is. The decoder keeps its CTranslate2 conversions in ctranslate2/, and
+the exporter writes export/ (SavedModel) or export_ctranslate2/. Every one of these names is
+spelled here only; whatever reads or writes a model_dir asks a ModelDir.
+"""
+
+import dataclasses
+import json
+import os
+
+from t2t_lite.config import HParams
+from t2t_lite.utils.errors import UserError
+from t2t_lite.utils.files import absolute, write_text_atomically
+
+HPARAMS_FILE = "hparams.json"
+HPARAMS_HISTORY = "changed_on_resume"  # in HPARAMS_FILE: [{"step": N, name: [old, new]}, ...]
+PROBLEM_FILE = "problem.json"
+EXPERIMENT_FILES = (HPARAMS_FILE, PROBLEM_FILE)
+INFO_FILE = "info.json"
+HISTORY_FILE = os.path.join("eval", "history.json")
+BEST_DIR = "best"
+AVG_DIR = "avg"
+CTRANSLATE2_CACHE = "ctranslate2"
+EXPORT_DIRS = {"saved_model": "export", "ctranslate2": "export_ctranslate2"}
+SUMMARY_RUNS = ("train", "eval")
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """How a model_dir's model is made: everything but the weights."""
+
+    problem: str
+    hparams_set: str
+    hparams: HParams
+    data_dir: str
+    changed_on_resume: tuple = ()  # ({"step": N, name: [old, new], ...}, ...)
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+
+class ModelDir:
+    """The model_dir at `path` (made absolute, `~` expanded)."""
+
+    def __init__(self, path):
+        self.path = absolute(path)
+
+    def __fspath__(self):
+        return self.path
+
+    def __str__(self):
+        return self.path
+
+    def __repr__(self):
+        return f"ModelDir({self.path!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, ModelDir) and other.path == self.path
+
+    def __hash__(self):
+        return hash(self.path)
+
+    def join(self, *parts):
+        return os.path.join(self.path, *parts)
+
+    # The layout.
+
+    @property
+    def best(self):
+        """The model_dir of the best checkpoint by the trainer's --keep_best_by."""
+        return ModelDir(self.join(BEST_DIR))
+
+    @property
+    def avg(self):
+        """The model_dir of the checkpoints averaged at the end of training."""
+        return ModelDir(self.join(AVG_DIR))
+
+    @property
+    def default_data_dir(self):
+        return self.join("data")
+
+    @property
+    def ctranslate2_cache(self):
+        """Where the decoder keeps the CTranslate2 conversion of a checkpoint."""
+        return self.join(CTRANSLATE2_CACHE)
+
+    def export_dir(self, format_name):
+        """Where the exporter writes versions in `format_name` by default."""
+        return self.join(EXPORT_DIRS[format_name])
+
+    def summaries(self, run):
+        """The TensorBoard directory of `run`: train or eval."""
+        assert run in SUMMARY_RUNS, run
+        return self.join(run)
+
+    def trainer_lock(self, worker=0, workers=1):
+        """The lock file that keeps a second trainer (of this worker) out."""
+        return self.join(".trainer.lock" if workers == 1 else f".trainer-worker-{worker}.lock")
+
+    # The experiment.
+
+    def has_experiment(self):
+        return os.path.exists(self.join(HPARAMS_FILE))
+
+    def read_experiment(self, data_dir=None):
+        """The Experiment recorded here; `data_dir` overrides where its data now lives."""
+        try:
+            values = self._read_json(HPARAMS_FILE)
+            saved = self._read_json(PROBLEM_FILE)
+        except FileNotFoundError as error:
+            raise UserError(f"{self.path} is not a t2t_lite model_dir ({error.filename} is "
+                            "missing): train one there with t2t-lite-trainer") from None
+        history = tuple(values.pop(HPARAMS_HISTORY, ()))
+        return Experiment(saved["problem"], saved["hparams_set"], HParams.from_dict(values),
+                          absolute(data_dir) if data_dir else saved["data_dir"], history)
+
+    def write_experiment(self, experiment):
+        """Records a new `experiment` (atomically, file by file)."""
+        self.write_hparams(experiment)
+        write_text_atomically(self.join(PROBLEM_FILE), json.dumps(
+            {"problem": experiment.problem, "hparams_set": experiment.hparams_set,
+             "data_dir": experiment.data_dir}, indent=2) + "\n")
+
+    def write_hparams(self, experiment):
+        """Records the hparams of `experiment` and their changes on resume; what the model_dir
+        records of its problem and data_dir stays (a --data_dir given later is not recorded)."""
+        values = experiment.hparams.to_dict()
+        if experiment.changed_on_resume:
+            values[HPARAMS_HISTORY] = list(experiment.changed_on_resume)
+        write_text_atomically(self.join(HPARAMS_FILE),
+                              json.dumps(values, indent=2, sort_keys=True) + "\n")
+
+    def experiment_files(self):
+        """The paths of the files that record the experiment, for a copy of it elsewhere."""
+        return [self.join(name) for name in EXPERIMENT_FILES]
+
+    # Evaluations and what a derived model_dir is.
+
+    def read_history(self):
+        """The evaluations recorded by the trainer, oldest first ([] before the first)."""
+        try:
+            return self._read_json(HISTORY_FILE)
+        except FileNotFoundError:
+            return []
+
+    def write_history(self, history):
+        write_text_atomically(self.join(HISTORY_FILE), json.dumps(history, indent=1) + "\n")
+
+    def read_info(self):
+        """What a derived model_dir (best/, avg/, an average) says it is, or None."""
+        try:
+            return self._read_json(INFO_FILE)
+        except FileNotFoundError:
+            return None
+
+    def write_info(self, info):
+        write_text_atomically(self.join(INFO_FILE), json.dumps(info, indent=2) + "\n")
+
+    def _read_json(self, name):
+        with open(self.join(name), encoding="utf-8") as f:
+            return json.load(f)

@@ -1,0 +1,38 @@
+"""The paper's optimizer: Adam (0.9, 0.98, 1e-9) on the warmup / inverse-square-root schedule,
+loss-scaled in float16. keras only, so any backend's training loop uses it."""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="t2t_lite")
+class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """lrate = learning_rate * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5).
+
+    Keras passes the number of updates already applied; the paper's step counts from 1.
+    """
+
+    def __init__(self, d_model, warmup_steps, learning_rate=1.0):
+        self.d_model = d_model
+        self.warmup_steps = warmup_steps
+        self.learning_rate = learning_rate
+
+    def __call__(self, iterations):
+        step = ops.cast(iterations, "float32") + 1.0
+        decay = ops.minimum(ops.rsqrt(step), step * self.warmup_steps**-1.5)
+        return self.learning_rate * self.d_model**-0.5 * decay
+
+    def get_config(self):
+        return {"d_model": self.d_model, "warmup_steps": self.warmup_steps,
+                "learning_rate": self.learning_rate}
+
+
+def create_optimizer(hparams):
+    """Adam with the paper's betas and epsilon on the paper's schedule; loss-scaled in float16."""
+    optimizer = keras.optimizers.Adam(
+        learning_rate=TransformerSchedule(hparams.d_model, hparams.warmup_steps,
+                                          hparams.learning_rate),
+        beta_1=hparams.adam_beta1, beta_2=hparams.adam_beta2, epsilon=hparams.adam_epsilon)
+    if hparams.precision == "mixed_float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer
