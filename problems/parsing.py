@@ -102,8 +102,8 @@ class ParsingProblem(Problem):
     def search_constraint(self, vocabulary):
         return TreeConstraint(vocabulary)
 
-    def tf_postprocess(self, vocabulary):
-        return vocabulary.tf_trees
+    def tf_postprocess(self, in_graph_vocabulary):
+        return in_graph_vocabulary.trees
 
     def postprocess(self, source_text, output_text):
         """The Penn-bracket tree of a linearized output over the source's words (see

@@ -1,6 +1,6 @@
-"""The parsing vocabulary (subwords for sentences, whole symbols for trees), the search constraint
-that makes every decoded output a well-formed tree, and the in-graph tree building of the
-exported model.
+"""The parsing vocabulary (subwords for sentences, whole symbols for trees) and the search
+constraint that makes every decoded output a well-formed tree (the exported model's in-graph
+trees are problems.tree_graph).
 
 Ids: the SentencePiece pieces of the sentences first, then one id per tag, per label and per
 closer `/label`, so that labels and tags are never split into pieces. The source side is encoded
@@ -11,12 +11,10 @@ import json
 import os
 
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 from t2t_lite.config import EOS_ID
-from t2t_lite.data.vocabulary import SentencePieceVocabulary, Vocabulary, strip_ids, tf_strip_mask
-from t2t_lite.problems.trees import FILLER_TAG, ROOT
+from t2t_lite.data.vocabulary import SentencePieceVocabulary, Vocabulary, strip_ids
 from t2t_lite.utils.errors import UserError
 
 # Kinds of ids, for the constraint and the in-graph trees.
@@ -47,8 +45,6 @@ class ParsingVocabulary(Vocabulary):
         self.word_starts = np.array(
             [piece.startswith("\u2581") and not self.words._processor.is_control(i)
              for i, piece in enumerate(pieces)] + [False] * len(self.symbols))
-        self._symbol_table = tf.constant(self.symbols or [""])
-        self._kind_table = tf.constant(self.kinds)
 
     @classmethod
     def load(cls, model_path, symbols_path):
@@ -81,40 +77,10 @@ class ParsingVocabulary(Vocabulary):
             parts.append(self.words.decode(run))
         return " ".join(parts)
 
-    def tf_encode(self, texts):
-        return self.words.tf_encode(texts)
+    def _make_in_graph(self):
+        from t2t_lite.problems.tree_graph import InGraphTrees
 
-    def tf_decode(self, ids):
-        """The symbols of a constrained search's outputs (which hold no subwords)."""
-        kept = tf.ragged.boolean_mask(ids, tf_strip_mask(ids))
-        symbols = tf.gather(self._symbol_table, tf.maximum(kept - self.offset, 0))
-        return tf.strings.reduce_join(symbols, axis=-1, separator=" ")
-
-    def tf_trees(self, sources, ids):
-        """In-graph twin of ParsingProblem.postprocess for constrained outputs: sentences
-        tf.string [batch] and output ids [batch, length] -> Penn-bracket trees tf.string [batch]
-        (empty for an empty sentence)."""
-        kept = tf_strip_mask(ids)
-        kinds = tf.where(kept, tf.gather(self._kind_table, ids), OTHER)
-        symbols = tf.gather(self._symbol_table, tf.maximum(ids - self.offset, 0))
-        words = tf.strings.split(sources)
-        num_words = tf.cast(words.row_lengths(), tf.int32)
-        padded_words = tf.pad(words.to_tensor(""), [[0, 0], [0, 1]])
-        is_tag = kinds == TAG
-        word_index = tf.math.cumsum(tf.cast(is_tag, tf.int32), axis=1) - 1
-        has_word = is_tag & (word_index < num_words[:, None])
-        word = tf.gather(padded_words, tf.clip_by_value(
-            word_index, 0, tf.shape(padded_words)[1] - 1), batch_dims=1)
-        pieces = tf.where(kinds == OPEN, " (" + symbols, "")
-        pieces = tf.where(has_word, " (" + symbols + " " + word + ")", pieces)
-        pieces = tf.where(kinds == CLOSE, ")", pieces)
-        num_tags = tf.reduce_sum(tf.cast(has_word, tf.int32), axis=1)
-        positions = tf.range(tf.shape(padded_words)[1])[None, :]
-        untagged = (positions >= num_tags[:, None]) & (positions < num_words[:, None])
-        extras = tf.where(untagged, f" ({FILLER_TAG} " + padded_words + ")", "")
-        trees = (f"({ROOT}" + tf.strings.reduce_join(pieces, axis=1)
-                 + tf.strings.reduce_join(extras, axis=1) + ")")
-        return tf.where(num_words > 0, trees, "")
+        return InGraphTrees(self.words.in_graph(), self.symbols, self.kinds, self.offset)
 
 
 class TreeConstraint:

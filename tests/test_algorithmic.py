@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from t2t_lite import registry
-from t2t_lite.problems.algorithmic import AlgorithmicReverse
 from t2t_lite.config import EOS_ID
 from t2t_lite.data.vocabulary import SymbolVocabulary
+from t2t_lite.problems.algorithmic import AlgorithmicReverse
 
 
 def small(problem_class, **examples):
@@ -48,9 +48,9 @@ def test_symbol_vocabulary_round_trips_in_python_and_in_graph():
     vocabulary = SymbolVocabulary(10)
     assert vocabulary.encode("3 0 9") == [5, 2, 11]
     assert vocabulary.decode([5, 2, 11, EOS_ID, 7, 0]) == "3 0 9"
-    ids = vocabulary.tf_encode(np.array(["3 0 9", "", "1"])).to_tensor()
+    ids = vocabulary.in_graph().encode(np.array(["3 0 9", "", "1"])).to_tensor()
     assert ids.numpy().tolist() == [[5, 2, 11], [0, 0, 0], [3, 0, 0]]
-    texts = vocabulary.tf_decode(np.array([[5, 2, 11, 1, 4], [1, 5, 5, 0, 0]], "int32"))
+    texts = vocabulary.in_graph().decode(np.array([[5, 2, 11, 1, 4], [1, 5, 5, 0, 0]], "int32"))
     assert [t.decode() for t in texts.numpy()] == ["3 0 9", ""]
     with pytest.raises(Exception, match="not a symbol"):
         vocabulary.encode("3 x")

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from t2t_lite.data.corpus import sample_sentences
-from t2t_lite.utils.errors import UserError
 from t2t_lite.config import EOS_ID, PAD_ID, UNK_ID
+from t2t_lite.data.corpus import sample_sentences
 from t2t_lite.data.vocabulary import SentencePieceVocabulary
+from t2t_lite.utils.errors import UserError
 
 CORPUS = [
     "Die Katze schläft auf dem Sofa, während der Hund im Garten spielt.",
@@ -35,9 +35,9 @@ def vocabulary(tmp_path_factory):
 
 
 def test_special_ids_are_pad_eos_unk_and_there_is_no_bos(vocabulary):
-    pieces = vocabulary.tokenizer.id_to_string(np.array([PAD_ID, EOS_ID, UNK_ID]))
+    pieces = vocabulary.in_graph().tokenizer.id_to_string(np.array([PAD_ID, EOS_ID, UNK_ID]))
     assert pieces.numpy().tolist() == [b"<pad>", b"</s>", b"<unk>"]
-    assert int(vocabulary.tokenizer.string_to_id("<s>")) == UNK_ID  # no such piece
+    assert int(vocabulary.in_graph().tokenizer.string_to_id("<s>")) == UNK_ID  # no such piece
     assert vocabulary.size == 400 and vocabulary.model_type == "bpe"
     produced = {i for text in TEXTS + CORPUS for i in vocabulary.encode(text)}
     assert not produced & {PAD_ID, EOS_ID, UNK_ID}
@@ -46,18 +46,18 @@ def test_special_ids_are_pad_eos_unk_and_there_is_no_bos(vocabulary):
 def test_text_round_trips_in_python_and_in_graph(vocabulary):
     ids = [vocabulary.encode(text) for text in TEXTS]
     assert [vocabulary.decode(i) for i in ids] == TEXTS
-    assert vocabulary.tf_encode(np.array(TEXTS)).to_list() == ids
+    assert vocabulary.in_graph().encode(np.array(TEXTS)).to_list() == ids
     # Model outputs: EOS, then anything; padding after that.
     width = max(map(len, ids)) + 3
     outputs = np.array([i + [EOS_ID, 7] + [PAD_ID] * (width - len(i) - 2) for i in ids], "int32")
-    assert [t.decode() for t in vocabulary.tf_decode(outputs).numpy()] == TEXTS
+    assert [t.decode() for t in vocabulary.in_graph().decode(outputs).numpy()] == TEXTS
     assert [vocabulary.decode(row) for row in outputs] == TEXTS
 
 
 def test_only_spaces_and_byte_order_marks_are_normalized_the_same_way_on_both_paths(vocabulary):
     text = "  zwei  Leerzeichen\ufeff   hier … ｆｕｌｌ "
     assert vocabulary.decode(vocabulary.encode(text)) == "zwei Leerzeichen hier … ｆｕｌｌ"
-    assert vocabulary.tf_encode(np.array([text])).to_list() == [vocabulary.encode(text)]
+    assert vocabulary.in_graph().encode(np.array([text])).to_list() == [vocabulary.encode(text)]
 
 
 def test_unigram_vocabularies_round_trip_too(tmp_path):
@@ -95,8 +95,8 @@ def test_vocabulary_training_is_deterministic_on_a_bounded_sample(tmp_path):
 def test_the_in_graph_tokenizer_survives_resetting_the_seed(vocabulary):
     import tensorflow as tf
 
-    expected = vocabulary.tf_encode(np.array(TEXTS)).to_list()
+    expected = vocabulary.in_graph().encode(np.array(TEXTS)).to_list()
     tf.random.set_seed(7)  # clears the eager kernel cache (tensorflow/text#570)
-    assert vocabulary.tf_encode(np.array(TEXTS)).to_list() == expected
-    assert [t.decode() for t in vocabulary.tf_decode(
-        vocabulary.tf_encode(np.array(TEXTS)).to_tensor()).numpy()] == TEXTS
+    assert vocabulary.in_graph().encode(np.array(TEXTS)).to_list() == expected
+    assert [t.decode() for t in vocabulary.in_graph().decode(
+        vocabulary.in_graph().encode(np.array(TEXTS)).to_tensor()).numpy()] == TEXTS

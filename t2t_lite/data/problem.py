@@ -101,8 +101,9 @@ class Problem:
         """A search constraint (see t2t_lite.decoding.search) every decode uses, or None."""
         return None
 
-    def tf_postprocess(self, vocabulary):
-        """postprocess in-graph for the exported model (see Translator), or None."""
+    def tf_postprocess(self, in_graph_vocabulary):
+        """postprocess in-graph for the exported model (see Translator), given the
+        vocabulary's in-graph twin, or None."""
         return None
 
     # Shared machinery.

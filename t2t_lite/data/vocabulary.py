@@ -1,6 +1,6 @@
-"""Vocabularies: text <-> ids in Python and in-graph, with the framework's fixed special ids."""
+"""Vocabularies: text <-> ids, with the framework's fixed special ids, in Python (no TensorFlow);
+each has an in-graph twin for the exported model (`in_graph()`, t2t_lite.data.tf_vocabulary)."""
 
-import hashlib
 import io
 import os
 import re
@@ -8,10 +8,7 @@ import tempfile
 
 import numpy as np
 import sentencepiece
-import tensorflow as tf
-import tensorflow_text
 from sentencepiece import sentencepiece_model_pb2
-from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
 from t2t_lite.config import EOS_ID, PAD_ID, UNK_ID
 from t2t_lite.utils.errors import UserError
@@ -26,20 +23,11 @@ def strip_ids(ids):
     return [i for i in ids if i != PAD_ID]
 
 
-def tf_strip_mask(ids):
-    """In-graph twin of strip_ids: True where an id is before the first EOS and not padding."""
-    before_eos = tf.math.cumsum(tf.cast(ids == EOS_ID, tf.int32), axis=-1) == 0
-    return before_eos & (ids != PAD_ID)
-
-
-class Vocabulary(tf.Module):
-    """Text <-> ids without EOS (the Problem appends it); PAD=0 and EOS=1 are never produced.
-
-    A tf.Module, so that an exported model holding it also saves the TensorFlow resources its
-    in-graph tokenizer keeps as attributes.
-    """
+class Vocabulary:
+    """Text <-> ids without EOS (the Problem appends it); PAD=0 and EOS=1 are never produced."""
 
     size = None
+    _in_graph = None
 
     def encode(self, text):
         raise NotImplementedError
@@ -56,18 +44,14 @@ class Vocabulary(tf.Module):
         """The token string of each id, for display (EOS is "</s>", PAD "<pad>")."""
         raise NotImplementedError
 
-    def tf_encode(self, texts):
-        """tf.string [batch] -> tf.RaggedTensor int32 [batch, None], for the exported model."""
-        raise NotImplementedError
+    def in_graph(self):
+        """The in-graph twin of this vocabulary (a tf.Module, made once), which the exported
+        model tokenizes and detokenizes with."""
+        if self._in_graph is None:
+            self._in_graph = self._make_in_graph()
+        return self._in_graph
 
-    def tf_errors(self, texts):
-        """tf.string [batch] -> tf.string [batch]: why each text cannot be encoded ("" when it
-        can), so that the exported model rejects the items `encode` would, one by one."""
-        replaced = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")
-        return tf.where(replaced == texts, "", "not valid UTF-8")
-
-    def tf_decode(self, ids):
-        """int32 [batch, length] -> tf.string [batch], stopping at EOS, for the exported model."""
+    def _make_in_graph(self):
         raise NotImplementedError
 
     def tokens(self):
@@ -82,7 +66,6 @@ class SymbolVocabulary(Vocabulary):
     """
 
     def __init__(self, num_symbols):
-        super().__init__()
         self.num_symbols = num_symbols
         self.size = num_symbols + 2
 
@@ -102,23 +85,10 @@ class SymbolVocabulary(Vocabulary):
         special = {PAD_ID: "<pad>", EOS_ID: "</s>"}
         return [special.get(i, str(i - 2)) for i in np.asarray(ids).tolist()]
 
-    def tf_encode(self, texts):
-        tokens = tf.strings.split(texts)
-        return tf.strings.to_number(tokens, tf.int32) + 2
+    def _make_in_graph(self):
+        from t2t_lite.data.tf_vocabulary import InGraphSymbols
 
-    def tf_errors(self, texts):
-        tokens = tf.strings.split(texts)
-        is_number = tf.strings.regex_full_match(tokens.flat_values, "[0-9]{1,9}")
-        numbers = tf.strings.to_number(tf.where(is_number, tokens.flat_values, "0"), tf.int64)
-        known = tokens.with_flat_values(is_number & (numbers < self.num_symbols))
-        errors = tf.where(tf.reduce_all(known, axis=1), "",
-                          f"expected integers 0..{self.num_symbols - 1} separated by spaces")
-        utf8_errors = super().tf_errors(texts)
-        return tf.where(utf8_errors == "", errors, utf8_errors)
-
-    def tf_decode(self, ids):
-        symbols = tf.ragged.boolean_mask(ids, tf_strip_mask(ids)) - 2
-        return tf.strings.reduce_join(tf.strings.as_string(symbols), axis=-1, separator=" ")
+        return InGraphSymbols(self.num_symbols)
 
     def tokens(self):
         return ["<pad>", "</s>"] + [str(symbol) for symbol in range(self.num_symbols)]
@@ -130,19 +100,15 @@ class SentencePieceVocabulary(Vocabulary):
     Unknown characters fall back to UTF-8 bytes and the only normalization is to drop U+FEFF
     (byte order marks left inside crawled text), so decoding gives back the text as written,
     except that runs of spaces become one and leading or trailing ones go; BLEU is computed on
-    real text. `tokenizer` is the in-graph tf_text twin, built from the same serialized model.
+    real text.
     """
 
     MODEL_TYPES = ("bpe", "unigram")
 
     def __init__(self, model):
         """`model`: the bytes of a SentencePiece model file."""
-        super().__init__()
         self.model_proto = model  # for exports that ship the tokenizer
         self._processor = sentencepiece.SentencePieceProcessor(model_proto=model)
-        self.tokenizer = tensorflow_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
-        self.tokenizer._model_resource = _SharedModelResource(
-            model, "sentencepiece_" + hashlib.sha256(model).hexdigest()[:16])
         self.size = self._processor.get_piece_size()
         spec = sentencepiece_model_pb2.ModelProto.FromString(model).trainer_spec
         self.model_type = sentencepiece_model_pb2.TrainerSpec.ModelType.Name(
@@ -186,27 +152,13 @@ class SentencePieceVocabulary(Vocabulary):
     def pieces(self, ids):
         return [self._processor.id_to_piece(i) for i in np.asarray(ids).tolist()]
 
-    def tf_encode(self, texts):
-        return self.tokenizer.tokenize(texts)
+    def _make_in_graph(self):
+        from t2t_lite.data.tf_vocabulary import InGraphSentencePiece
 
-    def tf_decode(self, ids):
-        return self.tokenizer.detokenize(tf.ragged.boolean_mask(ids, tf_strip_mask(ids)))
+        return InGraphSentencePiece(self.model_proto)
 
     def tokens(self):
         return [self._processor.id_to_piece(i) for i in range(self.size)]
-
-
-class _SharedModelResource(tf_text_sentencepiece._SentencepieceModelResource):
-    """tf_text's model resource, registered under a name derived from the model.
-
-    tf_text's own is owned by an eager kernel, so tf.random.set_seed (which clears the kernel
-    cache) destroys it and every later tokenization fails (tensorflow/text#570); a named
-    resource outlives the kernel.
-    """
-
-    def _create_resource(self):
-        return tf_text_sentencepiece.gen_sentencepiece_tokenizer.sentencepiece_op(
-            model=self._model, shared_name=self._name)
 
 
 def _size_advice(message, size):

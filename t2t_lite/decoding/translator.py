@@ -3,7 +3,7 @@ evaluation and the exported model.
 
 All three run the same in-graph step, `translate_ids`: truncate each input to max_length tokens
 with its EOS, search, and give empty inputs empty outputs. Python callers tokenize with
-`Vocabulary.encode`/`decode`; the exported signature with `tf_encode`/`tf_decode`.
+`Vocabulary.encode`/`decode`; the exported signature with the vocabulary's in-graph twin.
 """
 
 import collections
@@ -11,7 +11,7 @@ import collections
 import tensorflow as tf
 
 from t2t_lite.config import EOS_ID, PAD_ID
-from t2t_lite.data.vocabulary import tf_strip_mask
+from t2t_lite.data.tf_vocabulary import tf_strip_mask
 from t2t_lite.decoding.inputs import length_batches, max_input_tokens, padded
 from t2t_lite.decoding.search import beam_search, search
 from t2t_lite.utils.errors import UserError
@@ -37,6 +37,7 @@ class Translator(tf.Module):
         super().__init__()
         self.model = model
         self.vocabulary = vocabulary
+        self.tokenizer = vocabulary.in_graph()  # tracked, so that an export saves it
         self.hparams = hparams
         self.batch_size = batch_size
         self.max_input_tokens = max_input_tokens(hparams)
@@ -108,13 +109,13 @@ class Translator(tf.Module):
         "errors": tf.string [batch]}. An item the vocabulary cannot encode (invalid UTF-8, or
         a token that is not a symbol) is translated as an empty one, with the reason in
         "errors" ("" for the others), so that it does not fail the rest of the batch."""
-        errors = self.vocabulary.tf_errors(texts)
+        errors = self.tokenizer.errors(texts)
         texts = tf.where(errors == "", texts, "")
-        outputs, scores = self._translate(self.vocabulary.tf_encode(texts))
+        outputs, scores = self._translate(self.tokenizer.encode(texts))
         if self.tf_postprocess is not None:
             return {"outputs": self.tf_postprocess(texts, outputs), "scores": scores,
                     "errors": errors}
-        return {"outputs": self.vocabulary.tf_decode(outputs), "scores": scores,
+        return {"outputs": self.tokenizer.decode(outputs), "scores": scores,
                 "errors": errors}
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="inputs")])

@@ -56,7 +56,7 @@ class TensorFlowEngine:
     def translator(self, trained, hparams, batch_size=32, quantization=None):
         constraint = trained.problem.search_constraint(trained.vocabulary)
         return Translator(trained.model(), trained.vocabulary, hparams, batch_size, constraint,
-                          trained.problem.tf_postprocess(trained.vocabulary))
+                          trained.problem.tf_postprocess(trained.vocabulary.in_graph()))
 
     def export(self, trained, hparams, export_dir, quantization=None):
         from t2t_lite.export import saved_model
