@@ -52,8 +52,6 @@ def main(argv):
     args = parse_args(argv)
     cli.import_usr_dir(args)
     from t2t_lite import registry
-    from t2t_lite.problems.parsing import ParsingFiles
-    from t2t_lite.problems.translate_files import TranslateFiles
     from t2t_lite.utils.errors import UserError
     from t2t_lite.utils.files import absolute
 
@@ -66,9 +64,11 @@ def main(argv):
         if other:
             raise UserError(f"--{', --'.join(other)}: not for --task=parsing, which takes "
                             "--train, --dev, --test and --vocab_size")
-        problem = ParsingFiles.create(args.problem, data_dir, **own_corpus)
+        problem = registry.problems.get("parsing_files").create(args.problem, data_dir,
+                                                                 **own_corpus)
     elif own_corpus.keys() & set(FILE_FLAGS):
-        problem = TranslateFiles.create(args.problem, data_dir, **own_corpus)
+        problem = registry.problems.get("translate_files").create(args.problem, data_dir,
+                                                                   **own_corpus)
     elif own_corpus:
         raise UserError(f"--{', --'.join(own_corpus)}: only for your own corpus, made with "
                         "--files_dir or --train and --dev")
