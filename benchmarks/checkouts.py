@@ -25,6 +25,17 @@ def environment(path):
             "PYTHONPATH": os.pathsep.join(filter(None, [path, os.environ.get("PYTHONPATH")]))}
 
 
+def imported(name, module, before_issue_19):
+    """`name` from `module`, or from `before_issue_19` in a checkout from before t2t_lite's
+    modules moved into folders (commit db61a83), so that A/B runs can time those too."""
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError:
+        return getattr(importlib.import_module(before_issue_19), name)
+
+
 def check_imported_from(path):
     """Fails unless t2t_lite comes from the checkout at `path` (None: any)."""
     import t2t_lite

@@ -4,7 +4,7 @@ int8) and HuggingFace MarianMTModel; and BLEU of a trained model with each t2t_l
 Same architecture and random weights' shapes everywhere, a batch of 32 sources of 24 tokens
 (23 + EOS), beam 4 and greedy, exactly 32 generated tokens (EOS is made impossible: HF's
 min_new_tokens, CTranslate2's min_decoding_length, and a logits mask here), on the CPU. The
-CTranslate2 model is t2t_lite's own model converted by t2t_lite.ctranslate2_export. Each
+CTranslate2 model is t2t_lite's own model converted by t2t_lite.export.ctranslate2. Each
 configuration is warmed up once (tracing, XLA compilation) and then timed `--repeats` times,
 interleaved so that load from other processes falls on all of them alike; the median is
 reported, and the best run as a hint of what a quiet machine gives (the uncached decoder, which
@@ -51,8 +51,11 @@ def no_eos_model(shape):
     early, so that every run generates OUTPUT_LENGTH tokens."""
     from keras import ops
 
-    from t2t_lite.config import EOS_ID, HParams
-    from t2t_lite.models.transformer import Transformer
+    from t2t_lite.config import HParams
+
+    EOS_ID = checkouts.imported("EOS_ID", "t2t_lite.config", "t2t_lite.text")
+    Transformer = checkouts.imported("Transformer", "t2t_lite.models.transformer",
+                                     "t2t_lite.model")
 
     class NoEosTransformer(Transformer):
         def _logits(self, x):
@@ -65,10 +68,7 @@ def no_eos_model(shape):
 def t2t_lite_decoders(shape, sources, beams, uncached):
     import tensorflow as tf
 
-    from t2t_lite.decoding.search import search
-
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-    from reference_decoding import UncachedDecoder
+    search = checkouts.imported("search", "t2t_lite.decoding.search", "t2t_lite.decoding")
 
     model = no_eos_model(shape)
     extra_length = OUTPUT_LENGTH - SOURCE_LENGTH  # the limit is input length + extra_length
@@ -84,6 +84,9 @@ def t2t_lite_decoders(shape, sources, beams, uncached):
         decoders[f"t2t_lite beam {beam}"] = decoder(model, False, beam)
         decoders[f"t2t_lite XLA beam {beam}"] = decoder(model, True, beam)
         if uncached and beam == BEAM:
+            sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+            from reference_decoding import UncachedDecoder
+
             decoders[f"t2t_lite uncached beam {beam}"] = decoder(UncachedDecoder(model), False,
                                                                  beam)
     return decoders

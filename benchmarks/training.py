@@ -114,7 +114,8 @@ def t2t_lite_step(shape, batch, jit_compile):
     import tensorflow as tf
 
     from t2t_lite.config import HParams
-    from t2t_lite.training.trainer import Trainer
+
+    Trainer = checkouts.imported("Trainer", "t2t_lite.training.trainer", "t2t_lite.training")
 
     hparams = HParams(dropout=DROPOUT, label_smoothing=LABEL_SMOOTHING, **SHAPES[shape])
     trainer = Trainer(hparams, VOCAB[shape], jit_compile=jit_compile)
