@@ -8,13 +8,12 @@ import sys
 import numpy as np
 import pytest
 
-from t2t_lite.decoding.attention import attention_weights
-from t2t_lite.config import HParams
-from t2t_lite.utils.errors import UserError
-from t2t_lite.config import EOS_ID
+from t2t_lite.config import EOS_ID, HParams
 from t2t_lite.data.vocabulary import SymbolVocabulary
-from t2t_lite.models.transformer import create_model
+from t2t_lite.decoding.attention import attention_weights
 from t2t_lite.decoding.translator import Translator
+from t2t_lite.models.transformer import create_model
+from t2t_lite.utils.errors import UserError
 
 VOCABULARY = SymbolVocabulary(10)
 SOURCES = [[3, 4, 5, 6, 7, 8, 9], [5, 6], [11, 10, 9, 8, 7]]

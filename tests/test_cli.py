@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-
 from cli_output import error_lines
+
 from t2t_lite import cli
 from t2t_lite.cli import trainer
 from t2t_lite.runner import Runner

@@ -13,17 +13,16 @@ import ctranslate2  # in the test extra
 import numpy as np
 import pytest
 import sentencepiece
-
 from cli_output import error_lines
+
 from t2t_lite import cli
-from t2t_lite.export import ctranslate2 as ctranslate2_export
 from t2t_lite.cli import decoder, exporter
-from t2t_lite.config import HParams
-from t2t_lite.decoding.ctranslate2_translator import CTranslate2Translator
-from t2t_lite.models.transformer import Transformer
-from t2t_lite.config import EOS_ID, PAD_ID
+from t2t_lite.config import EOS_ID, PAD_ID, HParams
 from t2t_lite.data.vocabulary import SentencePieceVocabulary, SymbolVocabulary
+from t2t_lite.decoding.ctranslate2_translator import CTranslate2Translator
 from t2t_lite.decoding.translator import Translator
+from t2t_lite.export import ctranslate2 as ctranslate2_export
+from t2t_lite.models.transformer import Transformer
 
 SOURCES = ["1 2 3", "", "7 7 0 5 1 2", "4", "9 8 7 6 5 4 3 2", " ".join(["3"] * 80), "6 2"]
 WORDS = "über Straße Öl café naïve 東京 the house is small grün schnell".split()

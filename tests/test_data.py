@@ -9,12 +9,11 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from t2t_lite.config import HParams
+from t2t_lite.config import EOS_ID, PAD_ID, HParams
 from t2t_lite.data.pipeline import bucket_boundaries, read_examples
-from t2t_lite.utils.errors import UserError
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
-from t2t_lite.config import EOS_ID, PAD_ID
 from t2t_lite.training.trainer import Trainer
+from t2t_lite.utils.errors import UserError
 
 
 class SmallReverse(AlgorithmicReverse):

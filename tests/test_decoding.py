@@ -5,13 +5,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from keras import ops
+from reference_decoding import (
+    UncachedDecoder,
+    as_sequence,
+    exhaustive_search,
+    reference_beam_search,
+    reference_greedy_search,
+    sequence_scores,
+)
 
-from reference_decoding import (UncachedDecoder, as_sequence, exhaustive_search,
-                                reference_beam_search, reference_greedy_search, sequence_scores)
-from t2t_lite.config import HParams
+from t2t_lite.config import EOS_ID, PAD_ID, HParams
 from t2t_lite.decoding.search import _top_k, beam_search, search
 from t2t_lite.models.transformer import Transformer
-from t2t_lite.config import EOS_ID, PAD_ID
 
 # The reference decoders score the empty prefix, whose self-attention has one position.
 pytestmark = pytest.mark.filterwarnings("ignore:You are using a softmax over axis -1")

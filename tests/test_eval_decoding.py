@@ -5,8 +5,8 @@ import os
 
 import pytest
 import tensorflow as tf
-
 from cli_output import error_lines
+
 from t2t_lite import cli
 from t2t_lite.cli import trainer
 

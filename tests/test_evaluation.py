@@ -10,14 +10,14 @@ import sacrebleu
 import tensorflow as tf
 
 from t2t_lite import registry
-from t2t_lite.training.checkpoints import save_model_dir
 from t2t_lite.cli import decoder
 from t2t_lite.config import TrainConfig
+from t2t_lite.data.problem import Problem
 from t2t_lite.evaluation.evaluator import Evaluator, read_sample
 from t2t_lite.evaluation.monitor import Monitor
-from t2t_lite.data.problem import Problem
 from t2t_lite.problems.translate import TranslationProblem
 from t2t_lite.runner import Runner
+from t2t_lite.training.checkpoints import save_model_dir
 
 TINY = "num_encoder_layers=1,num_decoder_layers=1,d_model=16,d_ff=32,num_heads=2"
 

@@ -81,8 +81,8 @@ def test_a_sentencepiece_model_exports_with_its_tokenizer(tmp_path):
     import tensorflow as tf
 
     from t2t_lite.cli import datagen
-    from t2t_lite.runner import Runner
     from t2t_lite.config import EOS_ID
+    from t2t_lite.runner import Runner
 
     words = "über Straße Öl café naïve 東京 the house is small grün schnell".split()
     for side in ("en", "de"):

@@ -13,8 +13,8 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from cli_output import error_lines
+
 from t2t_lite import cli
 from t2t_lite.utils.files import temporary_directory, write_text_atomically
 
@@ -287,8 +287,8 @@ def test_a_usr_dir_with_a_syntax_error_names_its_file_and_line(tmp_path, capsys)
 
 
 def test_a_too_small_vocabulary_size_names_the_smallest_that_works(tmp_path):
-    from t2t_lite.utils.errors import UserError
     from t2t_lite.data.vocabulary import SentencePieceVocabulary
+    from t2t_lite.utils.errors import UserError
 
     lines = ["über Straße Öl café naïve 東京 the house is small grün schnell"] * 50
     with pytest.raises(UserError, match="choose a vocabulary size of at least") as error:

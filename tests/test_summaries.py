@@ -3,8 +3,8 @@
 import pytest
 import tensorflow as tf
 
-from t2t_lite.utils.errors import UserError
 from t2t_lite.training.summaries import read_scalars
+from t2t_lite.utils.errors import UserError
 
 
 def write(directory, points):

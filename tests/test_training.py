@@ -5,9 +5,9 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.config import HParams
-from t2t_lite.training.trainer import Trainer, TrainingDiverged
-from t2t_lite.training.optimizer import TransformerSchedule
 from t2t_lite.training.loss import batch_statistics, smoothed_cross_entropy
+from t2t_lite.training.optimizer import TransformerSchedule
+from t2t_lite.training.trainer import Trainer, TrainingDiverged
 
 VOCAB = 19
 

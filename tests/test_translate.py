@@ -9,9 +9,9 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from t2t_lite import registry
+from t2t_lite.config import EOS_ID
 from t2t_lite.data.pipeline import read_examples
 from t2t_lite.utils.errors import UserError
-from t2t_lite.config import EOS_ID
 
 WORDS = {
     "en": "the old house small green garden today we see water bread good night".split(),

@@ -9,13 +9,13 @@ import subprocess
 import sys
 
 import pytest
-
 from cli_output import error_lines
+
 from t2t_lite import cli, registry
 from t2t_lite.cli import datagen, trainer
 from t2t_lite.data.pipeline import read_examples
-from t2t_lite.utils.errors import UserError
 from t2t_lite.runner import Runner
+from t2t_lite.utils.errors import UserError
 
 # A word-for-word "translation": learnable in a few hundred steps, only by reading the source.
 LEXICON = dict(zip(
