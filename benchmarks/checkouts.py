@@ -32,7 +32,7 @@ def imported(name, module, before_issue_19):
 
     try:
         return getattr(importlib.import_module(module), name)
-    except ImportError:
+    except (ImportError, AttributeError):  # no such module, or the module had no such name
         return getattr(importlib.import_module(before_issue_19), name)
 
 
