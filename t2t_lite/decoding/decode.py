@@ -61,7 +61,9 @@ def decode_file(translator, problem, sources, source_name, *, output_path=None, 
     else:
         sys.stdout.write(text)
     if attention_dir:
-        write_attention(translator, token_lists, hypotheses, attention_dir)
+        # The model's own output, not the postprocessed text (for parsing: a tree in brackets).
+        write_attention(translator, token_lists, [t[0].text for t in candidates], attention_dir)
+        logger.info("wrote the attention of %d lines to %s", len(sources), attention_dir)
     if references is None:
         return None
     return problem.reference_report(hypotheses, references,
@@ -69,15 +71,15 @@ def decode_file(translator, problem, sources, source_name, *, output_path=None, 
                                     bleu_tokenize=bleu_tokenize, lowercase=bleu_lowercase)
 
 
-def write_attention(translator, token_lists, hypotheses, directory):
+def write_attention(translator, token_lists, outputs, directory):
     """N.png and N.npz in `directory`: the attention of source N (token_lists[N - 1]) and its
-    translation."""
+    output text as the translator gave it, before the problem's postprocess (encoded as the
+    target side)."""
     from t2t_lite.decoding.attention import attention_weights
     from t2t_lite.decoding.attention_plot import save_attention
 
-    target_tokens = [translator.vocabulary.encode(text) for text in hypotheses]
+    target_tokens = [translator.vocabulary.encode_target(text) for text in outputs]
     save_attention(attention_weights(translator, token_lists, target_tokens), directory)
-    logger.info("wrote the attention of %d lines to %s", len(hypotheses), directory)
 
 
 def translate_stream(translator, problem, lines=None, output=None):
