@@ -77,6 +77,13 @@ class ParsingVocabulary(Vocabulary):
             parts.append(self.words.decode(run))
         return " ".join(parts)
 
+    def pieces(self, ids):
+        """SentencePiece's pieces for a sentence's ids, and the symbols' own names for a tree's
+        ("S", "NN", "/S"), so that a linearized tree's pieces are its symbols: attention plots
+        are labeled with what the model reads and writes."""
+        return [self.symbols[i - self.offset] if i >= self.offset else self.words.pieces([i])[0]
+                for i in np.asarray(ids).tolist()]
+
     def _make_in_graph(self):
         from t2t_lite.problems.tree_graph import InGraphTrees
 

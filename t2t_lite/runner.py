@@ -175,7 +175,8 @@ class Runner:
         """The attention weights (t2t_lite.decoding.attention.Attention) of each source with
         its target, or without targets with its translation by `translator` (default: the
         decoder's beam search on checkpoint_path, or the latest checkpoint), whose model is
-        explained."""
+        explained. Targets are the target side's text, as the model outputs it before the
+        problem's postprocess (for parsing: a linearized tree, `S NP DT NN /NP ... /S`)."""
         if translator is None:
             translator = self.translator(checkpoint_path=checkpoint_path)
         if targets is None:
@@ -183,9 +184,9 @@ class Runner:
         if len(targets) != len(sources):
             raise UserError(f"{len(sources)} sources but {len(targets)} targets: attention "
                             "needs one target per source")
-        encode = translator.vocabulary.encode
-        return attention_weights(translator, [encode(s) for s in sources],
-                                 [encode(t) for t in targets])
+        vocabulary = translator.vocabulary
+        return attention_weights(translator, [vocabulary.encode(s) for s in sources],
+                                 [vocabulary.encode_target(t) for t in targets])
 
     def evaluator(self, translator, split="dev", bleu_tokenize=None):
         """An Evaluator of `translator` on all of `split`, as the decoder's --split scores it."""

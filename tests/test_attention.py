@@ -2,6 +2,7 @@
 decoder's --attention_dir."""
 
 import html.parser
+import io
 import json
 import sys
 
@@ -178,3 +179,47 @@ def test_decoder_writes_each_lines_attention_plot_and_weights(trained_reverse, t
                 np.testing.assert_allclose(saved[kind], getattr(record, kind), atol=1e-6)
     assert sorted(p.name for p in (tmp_path / "attention").iterdir()) == [
         "1.npz", "1.png", "2.npz", "2.png", "3.npz", "3.png"]
+
+
+def test_lines_typed_or_piped_on_stdin_get_their_attention_numbered_by_input_line(
+        trained_reverse, tmp_path, monkeypatch, capsys):
+    """As for a file: N.png and N.npz for input line N and its translation; a line that cannot
+    be translated gets an empty output line and no files, and the numbers of the others stay
+    those of their input lines. (It used to refuse: "needs --decode_from_file".)"""
+    from t2t_lite import cli
+    from t2t_lite.cli import decoder
+
+    stdin = io.TextIOWrapper(io.BytesIO(b"1 2 3\n7 x\n\n4 5 6 7 8\n"), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    directory = tmp_path / "attention"
+    cli.run(decoder.main, [f"--model_dir={trained_reverse.model_dir}", "--beam_size=2",
+                           f"--attention_dir={directory}"])  # exits only on an error
+    captured = capsys.readouterr()
+    outputs = captured.out.split("\n")
+    assert len(outputs) == 5 and outputs[1] == outputs[2] == outputs[4] == "", outputs
+    assert "stdin line 2: 'x' is not a symbol" in captured.err
+    assert "its output line is empty, and it has no attention files" in captured.err
+    assert sorted(p.name for p in directory.iterdir()) == [
+        "1.npz", "1.png", "3.npz", "3.png", "4.npz", "4.png"]
+    expected = trained_reverse.runner.attention(["1 2 3", "", "4 5 6 7 8"],
+                                                [outputs[0], outputs[2], outputs[3]])
+    assert expected[0].target_pieces == ["3", "2", "1", "</s>"]  # the model's translation
+    for number, record in zip((1, 3, 4), expected):
+        assert (directory / f"{number}.png").read_bytes()[:4] == b"\x89PNG"
+        with np.load(directory / f"{number}.npz") as saved:
+            assert list(saved["source_pieces"]) == record.source_pieces
+            assert list(saved["target_pieces"]) == record.target_pieces
+            for kind in ("encoder_self", "decoder_self", "encoder_decoder"):
+                np.testing.assert_allclose(saved[kind], getattr(record, kind), atol=1e-6)
+
+
+def test_attention_dir_with_split_is_refused(tmp_path, capsys):
+    """--split scores the data_dir's split, which has no input lines to number."""
+    from t2t_lite.cli import decoder
+
+    with pytest.raises(SystemExit) as exit_info:
+        decoder.parse_args([f"--model_dir={tmp_path}", "--split=dev",
+                            "--attention_dir=attention"])
+    assert exit_info.value.code == 2
+    assert "--attention_dir is for the lines of --decode_from_file or stdin" in (
+        capsys.readouterr().err)

@@ -136,10 +136,11 @@ def test_a_damaged_checkpoint_is_named_and_the_trainer_resumes_before_it(
         np.testing.assert_allclose(resumed[name], original[name], rtol=1e-5, atol=1e-6)
 
 
-def test_a_full_disk_while_saving_is_one_line_and_leaves_no_partial_checkpoint(
+def test_a_file_size_limit_while_saving_is_one_line_and_leaves_no_partial_checkpoint(
         model_copy, short_reverse_data, capsys, monkeypatch):
     """Writes beyond a file-size limit fail (EFBIG) midway through the real save of ckpt-6, as
-    on a full disk; a stale ckpt-N_temp of an earlier failure is removed on the next start."""
+    they would on a full disk; the error names the limit, not free space, which the disk has; a
+    stale ckpt-N_temp of an earlier failure is removed on the next start."""
     import resource
     import signal
 
@@ -158,8 +159,10 @@ def test_a_full_disk_while_saving_is_one_line_and_leaves_no_partial_checkpoint(
         signal.signal(signal.SIGXFSZ, previous_handler)
     assert code == 2, err
     (error,) = error_lines(err)
-    size = float(re.search(r"it needs ([\d.]+) MiB free there", error).group(1))
+    size = float(re.search(r"File too large\): it writes files of about ([\d.]+) MiB, over a "
+                           r"file-size limit there \(`ulimit -f`", error).group(1))
     assert f"cannot save the checkpoint of step 6 in {model_copy} (" in error
+    assert "free" not in error and "function_node" not in error and "[Op:" not in error
     assert size == round(checkpoint_bytes / 2**20, 1)  # as big as the last one
     assert not glob.glob(f"{model_copy}/*_temp") and tf.train.latest_checkpoint(model_copy) == (
         f"{model_copy}/ckpt-4")
@@ -170,6 +173,54 @@ def test_a_full_disk_while_saving_is_one_line_and_leaves_no_partial_checkpoint(
     assert code == 0, err
     assert not glob.glob(f"{model_copy}/*_temp") and tf.train.latest_checkpoint(model_copy) == (
         f"{model_copy}/ckpt-6")
+
+
+def test_a_save_refused_for_another_cause_names_it_not_free_space(model_copy,
+                                                                   short_reverse_data, capsys):
+    """A regular file where the save makes its ckpt-6_temp directory: exit 2 and one line that
+    says "Not a directory" and how to go on, where every failure used to ask for free space."""
+    from t2t_lite.cli import trainer
+
+    open(f"{model_copy}/ckpt-6_temp", "w").close()
+    code, _, err = run_cli(trainer.main, train_flags(model_copy, short_reverse_data, 6), capsys)
+    assert code == 2, err
+    (error,) = error_lines(err)
+    assert f"error: cannot save the checkpoint of step 6 in {model_copy} (" in error
+    assert error.endswith("; Not a directory): fix that and run the same command again"), error
+    assert "free" not in error and "space" not in error
+    assert tf.train.latest_checkpoint(model_copy) == f"{model_copy}/ckpt-4"
+
+
+def test_save_failures_name_their_cause(tmp_path):
+    """Real refusals (a directory under a regular file; a read-only directory, which root may
+    write, so only for other users), and a full disk's errno and TensorFlow's text of it."""
+    import errno
+
+    from t2t_lite.training.checkpoints import save, save_failure
+    from t2t_lite.utils.errors import UserError
+
+    checkpoint = tf.train.Checkpoint(v=tf.Variable(np.zeros(1000, "float32")))
+    (tmp_path / "file").write_text("")
+    refusals = {str(tmp_path / "file" / "model"): "is not a directory): fix that"}
+    if os.geteuid() != 0:
+        os.makedirs(tmp_path / "read-only", mode=0o555)
+        refusals[str(tmp_path / "read-only")] = "Permission denied): make it writable"
+    for directory, cause in refusals.items():
+        manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=1)
+        with pytest.raises(UserError) as raised:
+            save(manager, 6, 5 * 2**20)
+        message = str(raised.value)
+        assert message.startswith(f"cannot save the checkpoint of step 6 in {directory} (")
+        assert cause in message and "free" not in message and "\n" not in message, message
+    space = "it needs 5.0 MiB free there; free some space"
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "ckpt-6.index"))
+    assert f"ckpt-6.index: No space left on device): {space}" in save_failure(
+        full, 6, str(tmp_path), 5 * 2**20)
+    tf_full = tf.errors.ResourceExhaustedError(None, None, "{{function_node x}} ckpt-6_temp/"
+                                               "part-0; No space left on device [Op:SaveV2]")
+    assert save_failure(tf_full, 6, "d", 5 * 2**20) == (
+        f"cannot save the checkpoint of step 6 in d (ckpt-6_temp/part-0; No space left on "
+        f"device): {space} and run the same command again")
 
 
 def test_training_only_hparams_may_change_on_resume(model_copy, short_reverse_data, capsys):

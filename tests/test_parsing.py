@@ -221,6 +221,44 @@ def test_the_decoder_writes_trees_of_the_input_words_and_prints_evalb(parser, tm
     assert "0 of 30 trees needed repair" in caplog.messages
 
 
+def test_a_parsers_attention_is_labeled_with_the_symbols_of_the_trees_it_wrote(parser,
+                                                                             tmp_path):
+    """The decoder's --attention_dir and Runner.attention on the parser: the target pieces are
+    the linearization of the tree written for the line and EOS, the source pieces the
+    sentence's subwords, and the weights attention_weights' for those ids. (Targets were
+    encoded as sentences and trees had no pieces: NotImplementedError.)"""
+    from t2t_lite.decoding.attention import attention_weights
+    from t2t_lite.decoding.attention_plot import KINDS
+
+    sentences = gold_sentences(parser.root / "test.mrg")[:4]
+    (tmp_path / "sentences.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    decoder.main([f"--model_dir={parser.model_dir}", "--beam_size=4",
+                  f"--decode_from_file={tmp_path / 'sentences.txt'}",
+                  f"--decode_to_file={tmp_path / 'trees.txt'}",
+                  f"--attention_dir={tmp_path / 'attention'}"])
+    linearized = [linearize(tree) for tree in read_trees(str(tmp_path / "trees.txt"))]
+    runner, vocabulary = parser.runner, parser.runner.vocabulary
+    translator = runner.translator(beam_size=4)
+    expected = attention_weights(translator, [vocabulary.encode(s) for s in sentences],
+                                 [vocabulary.encode_target(" ".join(t)) for t in linearized])
+    in_process = runner.attention(sentences, translator=translator)
+    for number, sentence, symbols, record, again in zip(
+            itertools.count(1), sentences, linearized, expected, in_process):
+        assert len(symbols) > 2 * len(sentence.split())  # a tag a word, and brackets
+        assert (tmp_path / "attention" / f"{number}.png").read_bytes()[:4] == b"\x89PNG"
+        with np.load(tmp_path / "attention" / f"{number}.npz") as saved:
+            assert list(saved["target_pieces"]) == symbols + ["</s>"]
+            source_pieces = list(saved["source_pieces"])
+            for kind in KINDS:
+                np.testing.assert_allclose(saved[kind], getattr(record, kind), atol=1e-6)
+        assert source_pieces[-1] == "</s>"
+        assert "".join(source_pieces[:-1]).replace("\u2581", " ").strip() == sentence
+        assert again.target_pieces == symbols + ["</s>"]
+        assert again.source_pieces == source_pieces
+        for kind in KINDS:
+            np.testing.assert_allclose(getattr(again, kind), getattr(record, kind), atol=1e-6)
+
+
 EXPORTED_TREES = """
 import json, sys
 import tensorflow as tf

@@ -22,8 +22,9 @@ def parse_args(argv):
     parser.add_argument("--bleu_lowercase", action="store_true",
                         help="case-insensitive BLEU")
     parser.add_argument("--attention_dir", help="write N.png (encoder-decoder attention of "
-                        "every layer and head) and N.npz (all attention weights) for line N "
-                        "and its translation (needs --decode_from_file and the viz extra)")
+                        "every layer and head) and N.npz (all attention weights) for input line "
+                        "N (of --decode_from_file, or of stdin) and its translation (needs the "
+                        "viz extra)")
     parser.add_argument("--engine", default="tensorflow", choices=ENGINE_NAMES,
                         help="ctranslate2: the fastest on CPUs, converted on first use and "
                         "cached in MODEL_DIR/ctranslate2 (pip install 't2t_lite[ctranslate2]')")
@@ -39,11 +40,12 @@ def parse_args(argv):
         parser.error(f"--batch_size must be positive, got {args.batch_size}")
     if args.decode_reference and not args.decode_from_file:
         parser.error("--decode_reference needs --decode_from_file")
-    if args.attention_dir and not args.decode_from_file:
-        parser.error("--attention_dir needs --decode_from_file")
     if args.attention_dir and args.engine != "tensorflow":
         parser.error("--attention_dir needs the tensorflow engine (CTranslate2 does not return "
                      "attention weights)")
+    if args.split and args.attention_dir:
+        parser.error("--attention_dir is for the lines of --decode_from_file or stdin: drop it "
+                     "or --split")
     if args.split and (args.decode_from_file or args.decode_reference):
         parser.error("--split reads the split's sources and references from the data_dir: "
                      "drop --decode_from_file and --decode_reference")
@@ -88,7 +90,7 @@ def main(argv):
         if report is not None:
             print(report)
         return report
-    translate_stream(translator, runner.problem)
+    translate_stream(translator, runner.problem, attention_dir=args.attention_dir)
     return None
 
 

@@ -68,10 +68,12 @@ def require_matplotlib():
     return Figure  # not pyplot: no GUI backend and no global figure state
 
 
-def save_attention(records, directory, kind="encoder_decoder"):
+def save_attention(records, directory, kind="encoder_decoder", numbers=None):
     """Writes N.png (the `kind` heatmaps of every layer and head) and N.npz (every weight and
-    the pieces, as the fields of Attention) for the N-th record, from 1."""
-    for number, record in enumerate(records, 1):
+    the pieces, as the fields of Attention) for each record, N its number in `numbers`
+    (default: its position, from 1; the decoder's stdin gives the input line's)."""
+    numbers = range(1, len(records) + 1) if numbers is None else numbers
+    for number, record in zip(numbers, records, strict=True):
         buffer = io.BytesIO()
         np.savez(buffer, **{field: np.asarray(getattr(record, field))
                             for field in ("source_pieces", "target_pieces", *KINDS)})

@@ -1,7 +1,8 @@
 """What t2t-lite-decoder does with its input and output: a file of sentences translated in batches
 (one output line per input line, or the n best of each), scored against references by the
-problem, its attention written line by line; or lines typed or piped on stdin, translated one at
-a time, each giving exactly one output line so that a pipe stays aligned.
+problem; or lines typed or piped on stdin, translated one at a time, each giving exactly one
+output line so that a pipe stays aligned. Either way, with an attention directory, line N's
+attention is written as N.png and N.npz.
 """
 
 import logging
@@ -61,7 +62,9 @@ def decode_file(translator, problem, sources, source_name, *, output_path=None, 
     else:
         sys.stdout.write(text)
     if attention_dir:
-        write_attention(translator, token_lists, hypotheses, attention_dir)
+        # The model's own output, not the postprocessed text (for parsing: a tree in brackets).
+        write_attention(translator, token_lists, [t[0].text for t in candidates], attention_dir)
+        logger.info("wrote the attention of %d lines to %s", len(sources), attention_dir)
     if references is None:
         return None
     return problem.reference_report(hypotheses, references,
@@ -69,21 +72,24 @@ def decode_file(translator, problem, sources, source_name, *, output_path=None, 
                                     bleu_tokenize=bleu_tokenize, lowercase=bleu_lowercase)
 
 
-def write_attention(translator, token_lists, hypotheses, directory):
-    """N.png and N.npz in `directory`: the attention of source N (token_lists[N - 1]) and its
-    translation."""
+def write_attention(translator, token_lists, outputs, directory, numbers=None):
+    """N.png and N.npz in `directory`: the attention of each source (ids) and its output text
+    as the translator gave it, before the problem's postprocess (encoded as the target side),
+    numbered by `numbers` (default 1, 2, ...)."""
     from t2t_lite.decoding.attention import attention_weights
     from t2t_lite.decoding.attention_plot import save_attention
 
-    target_tokens = [translator.vocabulary.encode(text) for text in hypotheses]
-    save_attention(attention_weights(translator, token_lists, target_tokens), directory)
-    logger.info("wrote the attention of %d lines to %s", len(hypotheses), directory)
+    target_tokens = [translator.vocabulary.encode_target(text) for text in outputs]
+    save_attention(attention_weights(translator, token_lists, target_tokens), directory,
+                   numbers=numbers)
 
 
-def translate_stream(translator, problem, lines=None, output=None):
+def translate_stream(translator, problem, lines=None, output=None, attention_dir=None):
     """Translates each line of `lines` (bytes; default stdin) as soon as it comes, writing one
     line to `output` (default stdout) for each: a line that cannot be translated gives an empty
-    one and a warning on stderr naming it."""
+    one and a warning on stderr naming it. With attention_dir, input line N's attention goes
+    to N.png and N.npz there once its output line is written (none for a line that cannot be
+    translated), as for a file."""
     lines = lines or sys.stdin.buffer
     output = output or sys.stdout
     prompt = lines is sys.stdin.buffer and sys.stdin.isatty()
@@ -100,8 +106,11 @@ def translate_stream(translator, problem, lines=None, output=None):
             tokens = encode_lines(translator.vocabulary, [line], "stdin",
                                   translator.max_input_tokens, number)[0]
         except UserError as error:
-            logger.warning("%s: its output line is empty", error)
+            logger.warning("%s: its output line is empty%s", error,
+                           ", and it has no attention files" if attention_dir else "")
             print(file=output, flush=True)
             continue
         translation = translator.translate_tokens([tokens])[0]
         print(problem.postprocess(line, translation.text).text, file=output, flush=True)
+        if attention_dir:
+            write_attention(translator, [tokens], [translation.text], attention_dir, [number])
