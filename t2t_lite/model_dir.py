@@ -14,7 +14,7 @@ import dataclasses
 import json
 import os
 
-from t2t_lite.config import HParams
+from t2t_lite.config import HParams, HParamsError
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import absolute, write_text_atomically
 
@@ -117,7 +117,12 @@ class ModelDir:
             raise UserError(f"{self.path} is not a t2t_lite model_dir ({error.filename} is "
                             "missing): train one there with t2t-lite-trainer") from None
         history = tuple(values.pop(HPARAMS_HISTORY, ()))
-        return Experiment(saved["problem"], saved["hparams_set"], HParams.from_dict(values),
+        try:  # as strictly as --hparams: a value set by hand must not exhaust memory or hang
+            hparams = HParams.from_dict(values)
+        except HParamsError as error:
+            raise UserError(f"{self.join(HPARAMS_FILE)}: {error}: correct that value in the "
+                            "file") from None
+        return Experiment(saved["problem"], saved["hparams_set"], hparams,
                           absolute(data_dir) if data_dir else saved["data_dir"], history)
 
     def write_experiment(self, experiment):

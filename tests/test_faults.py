@@ -136,6 +136,74 @@ def test_a_damaged_checkpoint_is_named_and_the_trainer_resumes_before_it(
         np.testing.assert_allclose(resumed[name], original[name], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("hparams", ["learning_rate=-1", "alpha=nan", "adam_beta2=1.5"])
+def test_hparams_out_of_range_are_refused_before_anything_is_written(
+        hparams, short_reverse_data, tmp_path, capsys):
+    """--hparams=learning_rate=-1 trained (the loss rising from 4.6 to 13)."""
+    from t2t_lite.cli import trainer
+
+    model_dir = str(tmp_path / "model")
+    code, out, err = run_cli(trainer.main, [
+        "--problem=test_short_reverse", "--hparams_set=transformer_tiny",
+        *train_flags(model_dir, short_reverse_data, 2, f"--hparams={OVERRIDES},{hparams}")],
+        capsys)
+    name, value = hparams.split("=")
+    assert code == 2 and out == "", err
+    (error,) = error_lines(err)
+    assert f"error: hparam {name} must be " in error and f", got {float(value)}" in error
+    assert not os.path.exists(f"{model_dir}/hparams.json")
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--alpha=nan", "--alpha must be in [0, 10], got nan"),
+    ("--alpha=-0.5", "--alpha must be in [0, 10], got -0.5"),
+    ("--beam_size=0", "--beam_size must be at least 1, got 0"),
+    ("--extra_length=-1", "--extra_length must be at least 0, got -1"),
+])
+def test_decoding_flags_out_of_range_are_one_line(flag, message, model_copy, capsys):
+    """--alpha=nan gave an empty translation and exit status 0."""
+    from t2t_lite.cli import decoder
+
+    source = os.path.join(model_copy, "source.txt")
+    write_text_atomically(source, "1 2 3\n")
+    code, out, err = run_cli(decoder.main, [f"--model_dir={model_copy}",
+                                            f"--decode_from_file={source}", flag], capsys)
+    assert code == 2 and out == "", err
+    (error,) = error_lines(err)
+    assert error == f"t2t-lite-decoder: error: {message} (see --help)"
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("d_model", 2**40, "hparam d_model must be at most 65536, got 1099511627776"),
+    ("beam_size", 1e9, "hparam beam_size must be int, got 1000000000.0"),
+    ("num_encoder_layers", 10**6, "hparam num_encoder_layers must be at most 1024, got 1000000"),
+    ("alpha", float("nan"), "hparam alpha must be in [0, 10], got nan"),
+])
+def test_hparams_json_is_checked_as_strictly_as_hparams(
+        name, value, message, model_copy, short_reverse_data, capsys):
+    """Values no --hparams could set, written in hparams.json by hand: d_model=2**40 and
+    beam_size=1e9 ran out of memory after 30 s, num_encoder_layers=1000000 hung the decoder."""
+    from t2t_lite.cli import decoder, trainer
+
+    path = f"{model_copy}/hparams.json"
+    with open(path, encoding="utf-8") as f:
+        values = json.load(f)
+    write_text_atomically(path, json.dumps({**values, name: value}))
+    with open(path, "rb") as f:
+        recorded = f.read()
+    source = os.path.join(model_copy, "source.txt")
+    write_text_atomically(source, "1 2 3\n")
+    for main, flags in ((decoder.main, [f"--model_dir={model_copy}",
+                                        f"--decode_from_file={source}"]),
+                        (trainer.main, train_flags(model_copy, short_reverse_data, 6))):
+        code, out, err = run_cli(main, flags, capsys)
+        assert code == 2 and out == "", err
+        (error,) = error_lines(err)
+        assert error == f"t2t-lite: error: {path}: {message}: correct that value in the file"
+    with open(path, "rb") as f:
+        assert f.read() == recorded
+
+
 def test_a_full_disk_while_saving_is_one_line_and_leaves_no_partial_checkpoint(
         model_copy, short_reverse_data, capsys, monkeypatch):
     """Writes beyond a file-size limit fail (EFBIG) midway through the real save of ckpt-6, as
