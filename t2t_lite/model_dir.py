@@ -23,6 +23,7 @@ HPARAMS_HISTORY = "changed_on_resume"  # in HPARAMS_FILE: [{"step": N, name: [ol
 PROBLEM_FILE = "problem.json"
 EXPERIMENT_FILES = (HPARAMS_FILE, PROBLEM_FILE)
 INFO_FILE = "info.json"
+CHECKPOINT_LIST = "checkpoint"  # TensorFlow's list of the checkpoints (ckpt-STEP.index, ...)
 HISTORY_FILE = os.path.join("eval", "history.json")
 BEST_DIR = "best"
 AVG_DIR = "avg"

@@ -27,6 +27,7 @@ from t2t_lite.training.checkpoints import (
     DamagedCheckpoint,
     checkpoint_paths,
     forget_checkpoint,
+    latest_checkpoint,
     latest_step,
     resolve_checkpoint,
     restore_existing,
@@ -222,7 +223,7 @@ class Runner:
     def trainer(self, strategy=None, jit_compile=False):
         """A Trainer restored from the latest checkpoint in model_dir, if any."""
         trainer = Trainer(self.hparams, self.vocabulary.size, strategy, jit_compile)
-        latest = tf.train.latest_checkpoint(self.model_dir.path)
+        latest = latest_checkpoint(self.model_dir.path)
         if latest:
             try:
                 restore_existing(trainer.checkpoint, latest)
@@ -253,11 +254,14 @@ class Runner:
         with self._lock(strategy), distribution.write_dir(self.model_dir.path,
                                                           strategy) as write_path:
             output_dir = ModelDir(write_path)
+            chief = write_path == self.model_dir.path
+            if chief:  # a missing checkpoint is named, and the list names those there
+                latest_checkpoint(self.model_dir.path, repair=True)
             if trainer is None:
                 if config.random_seed is not None:
                     keras.utils.set_random_seed(config.random_seed)
                 trainer = self.trainer(strategy, config.jit_compile)
-            resume_from = tf.train.latest_checkpoint(self.model_dir.path)  # trainer() restored it
+            resume_from = latest_checkpoint(self.model_dir.path)  # trainer() restored it
             evaluator = Evaluator(
                 self.problem, self.translator(trainer.model, beam_size=config.eval_beam_size),
                 self.data_dir, trainer=trainer, eval_steps=config.eval_steps,

@@ -136,6 +136,43 @@ def test_a_damaged_checkpoint_is_named_and_the_trainer_resumes_before_it(
         np.testing.assert_allclose(resumed[name], original[name], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("damage, newest", [("index deleted", 2), ("list names ckpt-9", 4)])
+def test_a_missing_checkpoint_is_named_and_the_newest_one_there_is_used(
+        damage, newest, model_copy, short_reverse_data, capsys):
+    """ckpt-4.index deleted, or the list (the `checkpoint` file) naming a ckpt-9 that is not
+    there: tf.train.latest_checkpoint gives None, so the trainer started over at step 0 and the
+    decoder found no checkpoint. Both use the newest one there, with a warning naming the
+    missing one, and the trainer's list names only checkpoints that are there."""
+    from t2t_lite.cli import decoder, trainer
+
+    if damage == "index deleted":
+        missing = f"{model_copy}/ckpt-4"
+        os.remove(f"{missing}.index")
+    else:
+        missing = f"{model_copy}/ckpt-9"
+        with open(f"{model_copy}/checkpoint", encoding="utf-8") as f:
+            listed = f.read()
+        write_text_atomically(f"{model_copy}/checkpoint", listed.replace(
+            'model_checkpoint_path: "ckpt-4"', 'model_checkpoint_path: "ckpt-9"'))
+    warning = (f"checkpoint {missing} is missing (no .index file: deleted, or a bad copy?): "
+               f"using {model_copy}/ckpt-{newest}, the newest checkpoint there\n")
+    source = os.path.join(model_copy, "source.txt")
+    write_text_atomically(source, "1 2 3\n")
+
+    code, out, err = run_cli(decoder.main, [f"--model_dir={model_copy}",
+                                            f"--decode_from_file={source}"], capsys)
+    assert code == 0 and len(out.splitlines()) == 1, err
+    assert warning in err and f"restored {model_copy}/ckpt-{newest}\n" in err
+
+    code, out, err = run_cli(trainer.main, train_flags(model_copy, short_reverse_data, 6), capsys)
+    assert code == 0, err
+    assert warning in err and f"restored {model_copy}/ckpt-{newest} (step {newest})" in err
+    assert "final evaluation at step 6:" in out
+    listed = tf.train.get_checkpoint_state(model_copy).all_model_checkpoint_paths
+    assert listed[-1] == f"{model_copy}/ckpt-6"
+    assert all(os.path.exists(f"{path}.index") for path in listed), listed
+
+
 @pytest.mark.parametrize("hparams", ["learning_rate=-1", "alpha=nan", "adam_beta2=1.5"])
 def test_hparams_out_of_range_are_refused_before_anything_is_written(
         hparams, short_reverse_data, tmp_path, capsys):
