@@ -11,6 +11,7 @@ spelled here only; whatever reads or writes a model_dir asks a ModelDir.
 """
 
 import dataclasses
+import glob
 import json
 import os
 
@@ -108,6 +109,24 @@ class ModelDir:
 
     def has_experiment(self):
         return os.path.exists(self.join(HPARAMS_FILE))
+
+    def has_checkpoints(self):
+        """Whether a checkpoint was ever saved here: their list or a checkpoint's index is
+        here, even a damaged one."""
+        return (os.path.exists(self.join(CHECKPOINT_LIST))
+                or bool(glob.glob(os.path.join(glob.escape(self.path), "*.index"))))
+
+    def records(self):
+        """The texts of the files recording the experiment (None for one missing), to tell
+        whether they changed."""
+        texts = []
+        for path in self.experiment_files():
+            try:
+                with open(path, encoding="utf-8") as f:
+                    texts.append(f.read())
+            except (FileNotFoundError, NotADirectoryError):
+                texts.append(None)
+        return tuple(texts)
 
     def read_experiment(self, data_dir=None):
         """The Experiment recorded here; `data_dir` overrides where its data now lives."""

@@ -4,6 +4,7 @@ and nothing a user made lost or left unreadable."""
 import glob
 import json
 import os
+import pathlib
 import re
 import shutil
 import stat
@@ -173,6 +174,57 @@ def test_a_missing_checkpoint_is_named_and_the_newest_one_there_is_used(
     assert all(os.path.exists(f"{path}.index") for path in listed), listed
 
 
+def test_a_second_trainer_is_refused_before_it_writes_anything(
+        model_copy, short_reverse_data, capsys):
+    """The lock was taken only when training began, after the second trainer had recorded its
+    --hparams in the running trainer's hparams.json."""
+    from t2t_lite.cli import trainer
+    from t2t_lite.model_dir import ModelDir
+    from t2t_lite.utils.files import exclusive_lock
+
+    def records():
+        return {name: pathlib.Path(model_copy, name).read_bytes()
+                for name in ("hparams.json", "problem.json", "checkpoint")}
+
+    before = records()
+    with exclusive_lock(ModelDir(model_copy).trainer_lock(), "the running trainer"):
+        code, out, err = run_cli(trainer.main, train_flags(
+            model_copy, short_reverse_data, 6, "--hparams=learning_rate=0.25"), capsys)
+    assert code == 2 and out == "", err
+    (error,) = error_lines(err)
+    assert f"error: {model_copy} is in use by process {os.getpid()} on " in error
+    assert "learning_rate" not in err  # no change was logged, let alone recorded
+    assert records() == before
+
+
+def test_an_experiment_is_recorded_once_training_starts(
+        tiny_model, short_reverse_data, tmp_path, capsys):
+    """A first run that failed before training (here on a --data_dir that is a file) recorded
+    its hparams, and the corrected command with other --hparams was refused as "trained with
+    other values". Nothing is recorded before training starts, and a model_dir without a
+    checkpoint (a run killed before its first) takes the corrected flags."""
+    from t2t_lite.cli import trainer
+
+    model_dir = str(tmp_path / "model")
+    (tmp_path / "file").write_text("")
+    new = ["--problem=test_short_reverse", "--hparams_set=transformer_tiny"]
+    code, out, err = run_cli(trainer.main, new + train_flags(
+        model_dir, tmp_path / "file", 2, f"--hparams={OVERRIDES},d_model=64"), capsys)
+    assert code == 2 and out == "", err
+    (error,) = error_lines(err)
+    assert f"error: --data_dir {tmp_path / 'file'} is a file, not a directory" in error
+    assert not os.path.exists(f"{model_dir}/hparams.json")
+
+    for name in ("hparams.json", "problem.json"):  # as if a run was killed before saving
+        shutil.copy(f"{tiny_model}/{name}", model_dir)
+    code, out, err = run_cli(trainer.main, new + train_flags(
+        model_dir, short_reverse_data, 2, f"--hparams={OVERRIDES},d_model=16"), capsys)
+    assert code == 0 and "final evaluation at step 2:" in out, err
+    with open(f"{model_dir}/hparams.json", encoding="utf-8") as f:
+        recorded = json.load(f)
+    assert recorded["d_model"] == 16 and "changed_on_resume" not in recorded
+
+
 @pytest.mark.parametrize("hparams", ["learning_rate=-1", "alpha=nan", "adam_beta2=1.5"])
 def test_hparams_out_of_range_are_refused_before_anything_is_written(
         hparams, short_reverse_data, tmp_path, capsys):
@@ -335,8 +387,8 @@ def test_precision_may_change_on_resume_keeping_the_optimizer_state(
         after = resumed.trainer()
         assert after.model.compute_dtype == precision.replace("mixed_", "")
         assert_same_state(before, after)
-        code, _, err = run_cli(trainer.main, train_flags(model_copy, short_reverse_data,
-                                                         steps + 2), capsys)
+        code, _, err = run_cli(trainer.main, train_flags(
+            model_copy, short_reverse_data, steps + 2, f"--hparams=precision={precision}"), capsys)
         assert code == 0, err
         assert Runner.from_model_dir(model_copy).trainer().step == steps + 2
         steps += 2
