@@ -8,6 +8,7 @@ TrainConfig: how one training run trains, evaluates and keeps checkpoints (the t
 
 import dataclasses
 import json
+import math
 
 from t2t_lite.utils.errors import UserError, did_you_mean
 
@@ -34,35 +35,67 @@ def _choice(default, *choices):
     return dataclasses.field(default=default, metadata={"choices": (default,) + choices})
 
 
+INT32_MAX = 2**31 - 1
+
+
+def _range(default, low, high=None, *, above=False, below=False):
+    """A number from `low` (excluded if `above`) to `high` (excluded if `below`; None: no
+    limit); a float must also be finite. The upper limits of sizes lie far beyond any model
+    this framework trains (the paper's big model has d_model=1024) and keep a typo, or a
+    hand-edited hparams.json, from exhausting memory or hanging."""
+    return dataclasses.field(default=default, metadata={"range": (low, high, above, below)})
+
+
+def _probability(default):
+    return _range(default, 0, 1, below=True)
+
+
+def _range_error(value, low, high, above, below):
+    """What is wrong with `value` for the range (low, high, above, below), or None."""
+    is_float = isinstance(value, float)
+    if not is_float:
+        if value < low:
+            return f"must be at least {low}"
+        return f"must be at most {high}" if high is not None and value > high else None
+    if math.isfinite(value) and (value > low if above else value >= low) and (
+            high is None or (value < high if below else value <= high)):
+        return None
+    if high is not None:
+        return f"must be in {'(' if above else '['}{low}, {high}{')' if below else ']'}"
+    return f"must be a finite number {'>' if above else '>='} {low}"
+
+
 @dataclasses.dataclass(frozen=True)
 class HParams:
     # Model (Table 3 names: N, d_model, d_ff, h, P_drop).
-    num_encoder_layers: int = 6
-    num_decoder_layers: int = 6
-    d_model: int = 512
-    d_ff: int = 2048
-    num_heads: int = 8
-    dropout: float = 0.1  # on each sublayer output and on embeddings + positions
-    attention_dropout: float = 0.0  # on attention weights (not in the paper)
-    relu_dropout: float = 0.0  # inside the feed-forward network (not in the paper)
+    num_encoder_layers: int = _range(6, 1, 1024)
+    num_decoder_layers: int = _range(6, 1, 1024)
+    d_model: int = _range(512, 1, 65536)
+    d_ff: int = _range(2048, 1, 262144)
+    num_heads: int = _range(8, 1, 1024)
+    dropout: float = _probability(0.1)  # on each sublayer output and on embeddings + positions
+    attention_dropout: float = _probability(0.0)  # on attention weights (not in the paper)
+    relu_dropout: float = _probability(0.0)  # inside the feed-forward network (not in the paper)
     norm_position: str = _choice("post", "pre")  # post: LayerNorm(x + Sublayer(x))
-    layer_norm_epsilon: float = 1e-6
+    layer_norm_epsilon: float = _range(1e-6, 0, above=True)
     # Training.
-    batch_size: int = 4096  # tokens per replica per micro-batch (max of source, target length)
-    max_length: int = 256  # longer training examples are dropped
-    label_smoothing: float = 0.1
-    learning_rate: float = 1.0  # multiplies d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
-    warmup_steps: int = 4000
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.98
-    adam_epsilon: float = 1e-9
-    clip_grad_norm: float = 0.0  # 0 = no clipping
-    accumulate_steps: int = 1  # micro-batches per optimizer update
+    # Tokens per replica per micro-batch (the max of source and target length).
+    batch_size: int = _range(4096, 1, 2**24)
+    max_length: int = _range(256, 1, 65536)  # longer training examples are dropped
+    label_smoothing: float = _probability(0.1)
+    # Multiplies d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).
+    learning_rate: float = _range(1.0, 0, above=True)
+    warmup_steps: int = _range(4000, 1, INT32_MAX)
+    adam_beta1: float = _probability(0.9)
+    adam_beta2: float = _probability(0.98)
+    adam_epsilon: float = _range(1e-9, 0, above=True)
+    clip_grad_norm: float = _range(0.0, 0)  # 0 = no clipping
+    accumulate_steps: int = _range(1, 1, INT32_MAX)  # micro-batches per optimizer update
     precision: str = _choice("float32", "mixed_float16", "mixed_bfloat16")
     # Decoding.
-    beam_size: int = 4
-    alpha: float = 0.6  # length penalty ((5 + length) / 6) ** alpha
-    extra_length: int = 50  # decode at most input length + extra_length tokens
+    beam_size: int = _range(4, 1, 1024)
+    alpha: float = _range(0.6, 0, 10)  # length penalty ((5 + length) / 6) ** alpha
+    extra_length: int = _range(50, 0, 65536)  # decode at most input length + extra_length tokens
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
@@ -76,22 +109,20 @@ class HParams:
             if choices and value not in choices:
                 raise HParamsError(f"hparam {field.name} must be one of {', '.join(choices)}; "
                                    f"got '{value}'")
-        self._check_ranges()
-
-    def _check_ranges(self):
-        positive = ("num_encoder_layers", "num_decoder_layers", "d_model", "d_ff", "num_heads",
-                    "batch_size", "max_length", "warmup_steps", "accumulate_steps", "beam_size")
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise HParamsError(f"hparam {name} must be at least 1, got {getattr(self, name)}")
-        for name in ("dropout", "attention_dropout", "relu_dropout", "label_smoothing"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise HParamsError(f"hparam {name} must be in [0, 1), got {getattr(self, name)}")
+            value = getattr(self, field.name)
+            wrong = self.out_of_range(field.name, value)
+            if wrong:
+                raise HParamsError(f"hparam {field.name} {wrong}, got {value}")
         if self.d_model % self.num_heads:
             raise HParamsError(f"d_model={self.d_model} must be divisible by "
                                f"num_heads={self.num_heads}")
-        if self.extra_length < 0 or self.clip_grad_norm < 0 or self.alpha < 0:
-            raise HParamsError("extra_length, clip_grad_norm and alpha must not be negative")
+
+    @classmethod
+    def out_of_range(cls, name, value):
+        """What is wrong with the number `value` for the hparam `name` ("must be at least 1"),
+        or None when it is in the hparam's range. The decoder checks its flags with this."""
+        limits = {f.name: f.metadata.get("range") for f in dataclasses.fields(cls)}[name]
+        return _range_error(value, *limits) if limits else None
 
     def replace(self, **changes):
         """A copy with `changes`; unknown names are errors."""
@@ -188,8 +219,8 @@ class TrainConfig:
         if self.eval_decode_every and self.eval_every and self.eval_decode_every % self.eval_every:
             raise TrainConfigError(f"--eval_decode_every={self.eval_decode_every} must be a "
                                    f"multiple of --eval_every={self.eval_every}")
-        if self.early_stopping_min_delta < 0:
-            raise TrainConfigError("--early_stopping_min_delta must not be negative, got "
+        if not 0 <= self.early_stopping_min_delta < math.inf:  # nan fails too
+            raise TrainConfigError("--early_stopping_min_delta must be a finite number >= 0, got "
                                    f"{self.early_stopping_min_delta}")
         if self.average_last and self.average_best:
             raise TrainConfigError("pass --average_last or --average_best, not both")

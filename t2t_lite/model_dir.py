@@ -11,10 +11,11 @@ spelled here only; whatever reads or writes a model_dir asks a ModelDir.
 """
 
 import dataclasses
+import glob
 import json
 import os
 
-from t2t_lite.config import HParams
+from t2t_lite.config import HParams, HParamsError
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import absolute, write_text_atomically
 
@@ -23,6 +24,7 @@ HPARAMS_HISTORY = "changed_on_resume"  # in HPARAMS_FILE: [{"step": N, name: [ol
 PROBLEM_FILE = "problem.json"
 EXPERIMENT_FILES = (HPARAMS_FILE, PROBLEM_FILE)
 INFO_FILE = "info.json"
+CHECKPOINT_LIST = "checkpoint"  # TensorFlow's list of the checkpoints (ckpt-STEP.index, ...)
 HISTORY_FILE = os.path.join("eval", "history.json")
 BEST_DIR = "best"
 AVG_DIR = "avg"
@@ -108,6 +110,24 @@ class ModelDir:
     def has_experiment(self):
         return os.path.exists(self.join(HPARAMS_FILE))
 
+    def has_checkpoints(self):
+        """Whether a checkpoint was ever saved here: their list or a checkpoint's index is
+        here, even a damaged one."""
+        return (os.path.exists(self.join(CHECKPOINT_LIST))
+                or bool(glob.glob(os.path.join(glob.escape(self.path), "*.index"))))
+
+    def records(self):
+        """The texts of the files recording the experiment (None for one missing), to tell
+        whether they changed."""
+        texts = []
+        for path in self.experiment_files():
+            try:
+                with open(path, encoding="utf-8") as f:
+                    texts.append(f.read())
+            except (FileNotFoundError, NotADirectoryError):
+                texts.append(None)
+        return tuple(texts)
+
     def read_experiment(self, data_dir=None):
         """The Experiment recorded here; `data_dir` overrides where its data now lives."""
         try:
@@ -117,7 +137,12 @@ class ModelDir:
             raise UserError(f"{self.path} is not a t2t_lite model_dir ({error.filename} is "
                             "missing): train one there with t2t-lite-trainer") from None
         history = tuple(values.pop(HPARAMS_HISTORY, ()))
-        return Experiment(saved["problem"], saved["hparams_set"], HParams.from_dict(values),
+        try:  # as strictly as --hparams: a value set by hand must not exhaust memory or hang
+            hparams = HParams.from_dict(values)
+        except HParamsError as error:
+            raise UserError(f"{self.join(HPARAMS_FILE)}: {error}: correct that value in the "
+                            "file") from None
+        return Experiment(saved["problem"], saved["hparams_set"], hparams,
                           absolute(data_dir) if data_dir else saved["data_dir"], history)
 
     def write_experiment(self, experiment):

@@ -27,6 +27,7 @@ from t2t_lite.training.checkpoints import (
     DamagedCheckpoint,
     checkpoint_paths,
     forget_checkpoint,
+    latest_checkpoint,
     latest_step,
     resolve_checkpoint,
     restore_existing,
@@ -46,6 +47,10 @@ class Runner:
         self.experiment = experiment
         self.problem = registry.problem(experiment.problem, experiment.data_dir)
         self._vocabulary = None
+        # What train() records in model_dir once it holds the lock, if this experiment is not
+        # recorded there yet: (model_dir.records() when they were read; the training-only
+        # hparams changed on resume as {name: [old, new]}, or None to record it anew).
+        self._unrecorded = None
 
     @property
     def problem_name(self):
@@ -66,21 +71,36 @@ class Runner:
     @classmethod
     def create_or_resume(cls, model_dir, problem_name=None, hparams_set=None, overrides="",
                          data_dir=None):
-        """A new experiment from the flags, or the one saved in model_dir if there is one."""
+        """A new experiment from the flags, or the one saved in model_dir if there is one.
+
+        Nothing is written until train() starts training under the model_dir's lock, so that a
+        run refused by the lock or failing before it trains (e.g. on its data) changes no
+        record. Until model_dir holds a checkpoint, the flags may change what it records (a
+        first run that failed); after, only the training-only hparams may change."""
         model_dir = ModelDir(model_dir)
-        if model_dir.has_experiment():
-            runner = cls.from_model_dir(model_dir, data_dir)
-            runner._check_flags_agree(problem_name, hparams_set, overrides)
+        records = model_dir.records()
+        recorded = model_dir.read_experiment(data_dir) if model_dir.has_experiment() else None
+        if recorded and model_dir.has_checkpoints():
+            runner = cls(model_dir, recorded)
+            runner._check_flags_agree(problem_name, hparams_set, overrides, records)
             return runner
-        if not problem_name or not hparams_set:
+        if recorded:
+            problem_name = problem_name or recorded.problem
+            hparams = (registry.hparams(hparams_set) if hparams_set
+                       else recorded.hparams).override(overrides)
+            hparams_set = hparams_set or recorded.hparams_set
+            data_dir = data_dir or recorded.data_dir
+        elif not problem_name or not hparams_set:
             raise UserError(f"{model_dir} holds no experiment yet: pass --problem and "
                             "--hparams_set to start one")
-        hparams = registry.hparams(hparams_set).override(overrides)
+        else:
+            hparams = registry.hparams(hparams_set).override(overrides)
         experiment = Experiment(problem_name, hparams_set, hparams,
                                 absolute(data_dir or model_dir.default_data_dir))
         runner = cls(model_dir, experiment)
-        make_directory(model_dir.path, "model_dir")
-        model_dir.write_experiment(experiment)
+        make_directory(model_dir.path, "model_dir")  # checked now, written when training starts
+        if experiment != recorded:
+            runner._unrecorded = (records, None)
         return runner
 
     @classmethod
@@ -89,7 +109,7 @@ class Runner:
         model_dir = ModelDir(model_dir)
         return cls(model_dir, model_dir.read_experiment(data_dir))
 
-    def _check_flags_agree(self, problem_name, hparams_set, overrides):
+    def _check_flags_agree(self, problem_name, hparams_set, overrides, records):
         for flag, given, saved in (("problem", problem_name, self.problem_name),
                                    ("hparams_set", hparams_set, self.hparams_set)):
             if given and given != saved:
@@ -104,20 +124,41 @@ class Runner:
                             f"{', '.join(refused)} (see its hparams.json), which shape the "
                             "model: use a new --model_dir or drop those --hparams (only "
                             f"{', '.join(TRAINING_ONLY)} may change on resume)")
-        if differing:
-            self._change_training_hparams(changed, differing)
+        if differing:  # recorded by train(), with the step they apply from
+            self._unrecorded = (records, {
+                name: [getattr(self.hparams, name), getattr(changed, name)]
+                for name in differing})
+            self.experiment = self.experiment.replace(hparams=changed)
 
-    def _change_training_hparams(self, changed, names):
-        """Resumes with other values of training-only hparams, logged and recorded in
-        hparams.json with the step they apply from."""
-        step = latest_step(self.model_dir.path)
-        change = {name: [getattr(self.hparams, name), getattr(changed, name)] for name in names}
-        logger.info("from step %d on, %s", step, ", ".join(
-            f"{name} {old} -> {new}" for name, (old, new) in change.items()))
-        self.experiment = self.experiment.replace(
-            hparams=changed,
-            changed_on_resume=self.experiment.changed_on_resume + ({"step": step, **change},))
-        self.model_dir.write_hparams(self.experiment)
+    def record_experiment(self):
+        """Records the experiment in model_dir now, under its lock, as train() does when it
+        starts training: for a model trained, or checkpoints saved, by other means."""
+        with self._lock(None):
+            self._record(latest_step(self.model_dir.path))
+
+    def _record(self, step):
+        """Records the experiment in model_dir if it is new or changed since it was read: once
+        training starts at `step`, under the model_dir's lock. Training-only hparams changed on
+        resume are logged and recorded with `step`, the first they apply to."""
+        if self._unrecorded is None:
+            return
+        records, change = self._unrecorded
+        if self.model_dir.records() != records:
+            raise UserError(f"the records of {self.model_dir} (hparams.json, problem.json) "
+                            "changed while this trainer started (another trainer?): run the "
+                            "same command again")
+        if change is None:
+            if any(text is not None for text in records):
+                logger.info("%s holds no checkpoint yet: recording this run's problem, hparams "
+                            "and data_dir in place of those of an earlier run", self.model_dir)
+            self.model_dir.write_experiment(self.experiment)
+        else:
+            logger.info("from step %d on, %s", step, ", ".join(
+                f"{name} {old} -> {new}" for name, (old, new) in change.items()))
+            self.experiment = self.experiment.replace(
+                changed_on_resume=self.experiment.changed_on_resume + ({"step": step, **change},))
+            self.model_dir.write_hparams(self.experiment)
+        self._unrecorded = None
 
     @property
     def vocabulary(self):
@@ -223,7 +264,7 @@ class Runner:
     def trainer(self, strategy=None, jit_compile=False):
         """A Trainer restored from the latest checkpoint in model_dir, if any."""
         trainer = Trainer(self.hparams, self.vocabulary.size, strategy, jit_compile)
-        latest = tf.train.latest_checkpoint(self.model_dir.path)
+        latest = latest_checkpoint(self.model_dir.path)
         if latest:
             try:
                 restore_existing(trainer.checkpoint, latest)
@@ -254,11 +295,16 @@ class Runner:
         with self._lock(strategy), distribution.write_dir(self.model_dir.path,
                                                           strategy) as write_path:
             output_dir = ModelDir(write_path)
+            chief = write_path == self.model_dir.path
+            if chief:  # a missing checkpoint is named, and the list names those there
+                latest_checkpoint(self.model_dir.path, repair=True)
             if trainer is None:
                 if config.random_seed is not None:
                     keras.utils.set_random_seed(config.random_seed)
                 trainer = self.trainer(strategy, config.jit_compile)
-            resume_from = tf.train.latest_checkpoint(self.model_dir.path)  # trainer() restored it
+            resume_from = latest_checkpoint(self.model_dir.path)  # trainer() restored it
+            if chief:
+                self._record(trainer.step)
             evaluator = Evaluator(
                 self.problem, self.translator(trainer.model, beam_size=config.eval_beam_size),
                 self.data_dir, trainer=trainer, eval_steps=config.eval_steps,

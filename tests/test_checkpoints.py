@@ -35,6 +35,7 @@ def model_dir_with_checkpoints(tmp_path):
     """A model_dir with 4 checkpoints whose weights are different random numbers."""
     runner = Runner.create_or_resume(str(tmp_path / "model"), "algorithmic_copy",
                                      "transformer_tiny", TINY)
+    runner.record_experiment()  # as train() would
     trainer = runner.trainer()
     manager = tf.train.CheckpointManager(trainer.checkpoint, runner.model_dir, max_to_keep=10)
     rng = np.random.default_rng(0)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+import tensorflow as tf
 from cli_output import error_lines
 
 from t2t_lite import cli
@@ -58,8 +59,11 @@ def test_registry_help_lists_problems_and_hparams_sets(capsys):
 
 
 def test_model_dir_remembers_its_experiment_and_refuses_contradictions(tmp_path, capsys):
-    Runner.create_or_resume(str(tmp_path), "algorithmic_copy", "transformer_tiny",
-                            "num_heads=2,dropout=0.2")
+    runner = Runner.create_or_resume(str(tmp_path), "algorithmic_copy", "transformer_tiny",
+                                     "num_heads=2,dropout=0.2,d_model=16,d_ff=32")
+    assert not (tmp_path / "hparams.json").exists()  # recorded once training starts
+    runner.record_experiment()
+    tf.train.Checkpoint(model=runner.trainer().model).save(str(tmp_path / "ckpt"))  # trained
     saved = json.loads((tmp_path / "hparams.json").read_text())
     assert saved["num_heads"] == 2 and saved["dropout"] == 0.2
     resumed = Runner.create_or_resume(str(tmp_path))

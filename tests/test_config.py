@@ -23,6 +23,15 @@ def test_overrides_are_parsed_as_their_field_types():
     ("num_heads=7", "d_model=512 must be divisible by num_heads=7"),
     ("dropout=1.5", "dropout must be in \\[0, 1\\)"),
     ("accumulate_steps=0", "accumulate_steps must be at least 1"),
+    ("learning_rate=-1", "learning_rate must be a finite number > 0, got -1.0"),
+    ("learning_rate=nan", "learning_rate must be a finite number > 0, got nan"),
+    ("adam_beta2=1", "adam_beta2 must be in \\[0, 1\\), got 1.0"),
+    ("adam_epsilon=0", "adam_epsilon must be a finite number > 0"),
+    ("clip_grad_norm=inf", "clip_grad_norm must be a finite number >= 0, got inf"),
+    ("alpha=nan", "alpha must be in \\[0, 10\\], got nan"),
+    ("extra_length=-1", "extra_length must be at least 0"),
+    ("d_model=1099511627776", "d_model must be at most 65536, got 1099511627776"),
+    ("num_encoder_layers=1000000", "num_encoder_layers must be at most 1024"),
 ])
 def test_bad_overrides_are_user_errors(overrides, message):
     with pytest.raises(HParamsError, match=message) as error:

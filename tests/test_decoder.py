@@ -101,7 +101,7 @@ def test_decoder_reads_stdin_line_by_line(trained_reverse, translator, monkeypat
     (b"1 2\n", ["--decode_reference=MISSING"], "cannot read"),
     (b"1 2\n", ["--checkpoint_path=MODEL/ckpt-1"], "is not a checkpoint"),
     (b"1 2\n", ["--model_dir=EMPTY"], "holds no checkpoint"),
-    (b"1 2\n", ["--beam_size=0"], "hparam beam_size must be at least 1"),
+    (b"1 2\n", ["--beam_size=0"], "--beam_size must be at least 1, got 0"),
 ])
 def test_decoder_mistakes_are_one_line_errors(trained_reverse, tmp_path, capsys, content, flags,
                                                message):

@@ -95,6 +95,7 @@ def test_a_sentencepiece_model_exports_with_its_tokenizer(tmp_path):
                   "--target_lang=de", "--vocab_size=300", f"--data_dir={data_dir}"])
     runner = Runner.create_or_resume(model_dir, "tiny_ende", "transformer_tiny",
                                      "d_model=32,d_ff=64,extra_length=8", data_dir)
+    runner.record_experiment()  # as train() would
     trainer = runner.trainer()
     # A zero EOS embedding gives EOS a zero logit, below the best of the random others, so
     # greedy search on this untrained model never stops early: its outputs are many pieces.

@@ -4,6 +4,7 @@ and nothing a user made lost or left unreadable."""
 import glob
 import json
 import os
+import pathlib
 import re
 import shutil
 import stat
@@ -134,6 +135,162 @@ def test_a_damaged_checkpoint_is_named_and_the_trainer_resumes_before_it(
     assert resumed.keys() == original.keys()
     for name in original:
         np.testing.assert_allclose(resumed[name], original[name], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("damage, newest", [("index deleted", 2), ("list names ckpt-9", 4)])
+def test_a_missing_checkpoint_is_named_and_the_newest_one_there_is_used(
+        damage, newest, model_copy, short_reverse_data, capsys):
+    """ckpt-4.index deleted, or the list (the `checkpoint` file) naming a ckpt-9 that is not
+    there: tf.train.latest_checkpoint gives None, so the trainer started over at step 0 and the
+    decoder found no checkpoint. Both use the newest one there, with a warning naming the
+    missing one, and the trainer's list names only checkpoints that are there."""
+    from t2t_lite.cli import decoder, trainer
+
+    if damage == "index deleted":
+        missing = f"{model_copy}/ckpt-4"
+        os.remove(f"{missing}.index")
+    else:
+        missing = f"{model_copy}/ckpt-9"
+        with open(f"{model_copy}/checkpoint", encoding="utf-8") as f:
+            listed = f.read()
+        write_text_atomically(f"{model_copy}/checkpoint", listed.replace(
+            'model_checkpoint_path: "ckpt-4"', 'model_checkpoint_path: "ckpt-9"'))
+    warning = (f"checkpoint {missing} is missing (no .index file: deleted, or a bad copy?): "
+               f"using {model_copy}/ckpt-{newest}, the newest checkpoint there\n")
+    source = os.path.join(model_copy, "source.txt")
+    write_text_atomically(source, "1 2 3\n")
+
+    code, out, err = run_cli(decoder.main, [f"--model_dir={model_copy}",
+                                            f"--decode_from_file={source}"], capsys)
+    assert code == 0 and len(out.splitlines()) == 1, err
+    assert warning in err and f"restored {model_copy}/ckpt-{newest}\n" in err
+
+    code, out, err = run_cli(trainer.main, train_flags(model_copy, short_reverse_data, 6), capsys)
+    assert code == 0, err
+    assert warning in err and f"restored {model_copy}/ckpt-{newest} (step {newest})" in err
+    assert "final evaluation at step 6:" in out
+    listed = tf.train.get_checkpoint_state(model_copy).all_model_checkpoint_paths
+    assert listed[-1] == f"{model_copy}/ckpt-6"
+    assert all(os.path.exists(f"{path}.index") for path in listed), listed
+
+
+def test_a_second_trainer_is_refused_before_it_writes_anything(
+        model_copy, short_reverse_data, capsys):
+    """The lock was taken only when training began, after the second trainer had recorded its
+    --hparams in the running trainer's hparams.json."""
+    from t2t_lite.cli import trainer
+    from t2t_lite.model_dir import ModelDir
+    from t2t_lite.utils.files import exclusive_lock
+
+    def records():
+        return {name: pathlib.Path(model_copy, name).read_bytes()
+                for name in ("hparams.json", "problem.json", "checkpoint")}
+
+    before = records()
+    with exclusive_lock(ModelDir(model_copy).trainer_lock(), "the running trainer"):
+        code, out, err = run_cli(trainer.main, train_flags(
+            model_copy, short_reverse_data, 6, "--hparams=learning_rate=0.25"), capsys)
+    assert code == 2 and out == "", err
+    (error,) = error_lines(err)
+    assert f"error: {model_copy} is in use by process {os.getpid()} on " in error
+    assert "learning_rate" not in err  # no change was logged, let alone recorded
+    assert records() == before
+
+
+def test_an_experiment_is_recorded_once_training_starts(
+        tiny_model, short_reverse_data, tmp_path, capsys):
+    """A first run that failed before training (here on a --data_dir that is a file) recorded
+    its hparams, and the corrected command with other --hparams was refused as "trained with
+    other values". Nothing is recorded before training starts, and a model_dir without a
+    checkpoint (a run killed before its first) takes the corrected flags."""
+    from t2t_lite.cli import trainer
+
+    model_dir = str(tmp_path / "model")
+    (tmp_path / "file").write_text("")
+    new = ["--problem=test_short_reverse", "--hparams_set=transformer_tiny"]
+    code, out, err = run_cli(trainer.main, new + train_flags(
+        model_dir, tmp_path / "file", 2, f"--hparams={OVERRIDES},d_model=64"), capsys)
+    assert code == 2 and out == "", err
+    (error,) = error_lines(err)
+    assert f"error: --data_dir {tmp_path / 'file'} is a file, not a directory" in error
+    assert not os.path.exists(f"{model_dir}/hparams.json")
+
+    for name in ("hparams.json", "problem.json"):  # as if a run was killed before saving
+        shutil.copy(f"{tiny_model}/{name}", model_dir)
+    code, out, err = run_cli(trainer.main, new + train_flags(
+        model_dir, short_reverse_data, 2, f"--hparams={OVERRIDES},d_model=16"), capsys)
+    assert code == 0 and "final evaluation at step 2:" in out, err
+    with open(f"{model_dir}/hparams.json", encoding="utf-8") as f:
+        recorded = json.load(f)
+    assert recorded["d_model"] == 16 and "changed_on_resume" not in recorded
+
+
+@pytest.mark.parametrize("hparams", ["learning_rate=-1", "alpha=nan", "adam_beta2=1.5"])
+def test_hparams_out_of_range_are_refused_before_anything_is_written(
+        hparams, short_reverse_data, tmp_path, capsys):
+    """--hparams=learning_rate=-1 trained (the loss rising from 4.6 to 13)."""
+    from t2t_lite.cli import trainer
+
+    model_dir = str(tmp_path / "model")
+    code, out, err = run_cli(trainer.main, [
+        "--problem=test_short_reverse", "--hparams_set=transformer_tiny",
+        *train_flags(model_dir, short_reverse_data, 2, f"--hparams={OVERRIDES},{hparams}")],
+        capsys)
+    name, value = hparams.split("=")
+    assert code == 2 and out == "", err
+    (error,) = error_lines(err)
+    assert f"error: hparam {name} must be " in error and f", got {float(value)}" in error
+    assert not os.path.exists(f"{model_dir}/hparams.json")
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--alpha=nan", "--alpha must be in [0, 10], got nan"),
+    ("--alpha=-0.5", "--alpha must be in [0, 10], got -0.5"),
+    ("--beam_size=0", "--beam_size must be at least 1, got 0"),
+    ("--extra_length=-1", "--extra_length must be at least 0, got -1"),
+])
+def test_decoding_flags_out_of_range_are_one_line(flag, message, model_copy, capsys):
+    """--alpha=nan gave an empty translation and exit status 0."""
+    from t2t_lite.cli import decoder
+
+    source = os.path.join(model_copy, "source.txt")
+    write_text_atomically(source, "1 2 3\n")
+    code, out, err = run_cli(decoder.main, [f"--model_dir={model_copy}",
+                                            f"--decode_from_file={source}", flag], capsys)
+    assert code == 2 and out == "", err
+    (error,) = error_lines(err)
+    assert error == f"t2t-lite-decoder: error: {message} (see --help)"
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("d_model", 2**40, "hparam d_model must be at most 65536, got 1099511627776"),
+    ("beam_size", 1e9, "hparam beam_size must be int, got 1000000000.0"),
+    ("num_encoder_layers", 10**6, "hparam num_encoder_layers must be at most 1024, got 1000000"),
+    ("alpha", float("nan"), "hparam alpha must be in [0, 10], got nan"),
+])
+def test_hparams_json_is_checked_as_strictly_as_hparams(
+        name, value, message, model_copy, short_reverse_data, capsys):
+    """Values no --hparams could set, written in hparams.json by hand: d_model=2**40 and
+    beam_size=1e9 ran out of memory after 30 s, num_encoder_layers=1000000 hung the decoder."""
+    from t2t_lite.cli import decoder, trainer
+
+    path = f"{model_copy}/hparams.json"
+    with open(path, encoding="utf-8") as f:
+        values = json.load(f)
+    write_text_atomically(path, json.dumps({**values, name: value}))
+    with open(path, "rb") as f:
+        recorded = f.read()
+    source = os.path.join(model_copy, "source.txt")
+    write_text_atomically(source, "1 2 3\n")
+    for main, flags in ((decoder.main, [f"--model_dir={model_copy}",
+                                        f"--decode_from_file={source}"]),
+                        (trainer.main, train_flags(model_copy, short_reverse_data, 6))):
+        code, out, err = run_cli(main, flags, capsys)
+        assert code == 2 and out == "", err
+        (error,) = error_lines(err)
+        assert error == f"t2t-lite: error: {path}: {message}: correct that value in the file"
+    with open(path, "rb") as f:
+        assert f.read() == recorded
 
 
 def test_a_file_size_limit_while_saving_is_one_line_and_leaves_no_partial_checkpoint(
@@ -281,8 +438,8 @@ def test_precision_may_change_on_resume_keeping_the_optimizer_state(
         after = resumed.trainer()
         assert after.model.compute_dtype == precision.replace("mixed_", "")
         assert_same_state(before, after)
-        code, _, err = run_cli(trainer.main, train_flags(model_copy, short_reverse_data,
-                                                         steps + 2), capsys)
+        code, _, err = run_cli(trainer.main, train_flags(
+            model_copy, short_reverse_data, steps + 2, f"--hparams=precision={precision}"), capsys)
         assert code == 0, err
         assert Runner.from_model_dir(model_copy).trainer().step == steps + 2
         steps += 2

@@ -2,6 +2,7 @@
 --bleu_tokenize (trainer, decoder)."""
 
 from t2t_lite import cli
+from t2t_lite.config import HParams
 from t2t_lite.evaluation.metrics import BLEU_TOKENIZERS
 
 
@@ -31,13 +32,18 @@ def add_model_flags(parser):
 
 
 def parse_with_quantization(parser, argv, flag, value):
-    """Adds --quantization, which only --FLAG=VALUE (choosing CTranslate2) uses, and parses."""
+    """Adds --quantization, which only --FLAG=VALUE (choosing CTranslate2) uses, and parses;
+    the decoding flags are checked here against their hparams' ranges."""
     parser.add_argument("--quantization", help=f"with --{flag}={value}: float32 (default), "
                         "int8 or int8_float32 (int8 weights: 4x smaller, usually faster, nearly "
                         "the same outputs)")
     args = parser.parse_args(argv)
     if args.quantization and getattr(args, flag) != value:
         parser.error(f"--quantization needs --{flag}={value}")
+    for name, given in decoding_flags(args).items():
+        wrong = given is not None and HParams.out_of_range(name, given)
+        if wrong:  # before the model loads; the hparam's own range, e.g. --alpha=nan
+            parser.error(f"--{name} {wrong}, got {given}")
     return args
 
 

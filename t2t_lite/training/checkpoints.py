@@ -8,6 +8,7 @@ when complete.
 
 import errno
 import glob
+import json
 import logging
 import os
 import re
@@ -18,17 +19,29 @@ import keras
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from t2t_lite.model_dir import ModelDir
+from t2t_lite.model_dir import CHECKPOINT_LIST, ModelDir
 from t2t_lite.utils.errors import UserError
-from t2t_lite.utils.files import make_directory, temporary_directory
+from t2t_lite.utils.files import (
+    make_directory,
+    temporary_directory,
+    write_text_atomically,
+)
 
 logger = logging.getLogger("t2t_lite")
 
 
 def checkpoint_paths(model_dir):
     """The checkpoints CheckpointManager kept in model_dir, oldest first."""
-    state = tf.train.get_checkpoint_state(model_dir)
+    state = _checkpoint_state(model_dir)
     return list(state.all_model_checkpoint_paths) if state else []
+
+
+def _checkpoint_state(model_dir):
+    """tf.train.get_checkpoint_state(model_dir): None for no list, or one it cannot read."""
+    try:
+        return tf.train.get_checkpoint_state(model_dir)
+    except ValueError:  # a list naming no checkpoint (e.g. an empty file)
+        return None
 
 
 def checkpoint_step(path):
@@ -38,8 +51,50 @@ def checkpoint_step(path):
 
 def latest_step(model_dir):
     """The step of the latest checkpoint in model_dir (0 without one)."""
-    latest = tf.train.latest_checkpoint(model_dir)
+    latest = _newest_there(model_dir)[0]
     return checkpoint_step(latest) if latest else 0
+
+
+def latest_checkpoint(model_dir, repair=False):
+    """The newest checkpoint in model_dir whose files are there, or None. Unlike
+    tf.train.latest_checkpoint, which gives None (and the trainer starts over at step 0), a
+    checkpoint of the list whose index is missing (deleted, or not copied), or a list that is
+    missing or unreadable, is a warning naming it, and the newest checkpoint there is used.
+    `repair` (for the trainer, which keeps the list) rewrites the list to name those there."""
+    latest, missing, there = _newest_there(model_dir)
+    if missing:
+        named = (f"checkpoint {missing[0]} is" if len(missing) == 1 else
+                 f"checkpoints {', '.join(missing)} are")
+        logger.warning("%s missing (no .index file: deleted, or a bad copy?): %s", named,
+                       f"using {latest}, the newest checkpoint there" if latest else
+                       f"{model_dir} holds no other")
+    elif latest and missing is None:
+        logger.warning("%s is missing or unreadable: using %s, the newest checkpoint there",
+                       os.path.join(model_dir, CHECKPOINT_LIST), latest)
+    if repair and latest and missing != []:
+        _write_list(model_dir, there)
+    return latest
+
+
+def _newest_there(model_dir):
+    """(the newest checkpoint whose index is there or None, the paths the list names that are
+    not there (None when there is no readable list), the checkpoints there oldest first)."""
+    state = _checkpoint_state(model_dir)
+    if state:
+        listed = list(state.all_model_checkpoint_paths)
+        if state.model_checkpoint_path not in listed:
+            listed.append(state.model_checkpoint_path)
+        there = [path for path in listed if os.path.exists(f"{path}.index")]
+        if there:
+            return there[-1], [path for path in listed if path not in there], there
+    indexed = {}
+    for index in glob.glob(os.path.join(glob.escape(model_dir), "*-*.index")):
+        path = index[:-len(".index")]
+        if path.rsplit("-", 1)[1].isdigit():
+            indexed[path] = checkpoint_step(path)
+    there = sorted(indexed, key=indexed.get)
+    missing = [p for p in listed if p not in there] if state else None
+    return (there[-1] if there else None), missing, there
 
 
 def resolve_checkpoint(model_dir, checkpoint_path=None):
@@ -47,7 +102,7 @@ def resolve_checkpoint(model_dir, checkpoint_path=None):
     checkpoints), or else the latest in model_dir."""
     if checkpoint_path:
         if os.path.isdir(checkpoint_path):
-            path = tf.train.latest_checkpoint(checkpoint_path)
+            path = latest_checkpoint(checkpoint_path)
             if not path:
                 raise UserError(f"--checkpoint_path {checkpoint_path} holds no checkpoint")
             return path
@@ -56,7 +111,7 @@ def resolve_checkpoint(model_dir, checkpoint_path=None):
                             f"{os.path.basename(checkpoint_path)}.index); `ls` the model_dir "
                             "for ckpt-N names")
         return checkpoint_path
-    path = tf.train.latest_checkpoint(model_dir)
+    path = latest_checkpoint(model_dir)
     if not path:
         raise UserError(f"{model_dir} holds no checkpoint: train it with t2t-lite-trainer first")
     return path
@@ -93,7 +148,7 @@ def is_intact(path):
         for name, dtype in reader.get_variable_to_dtype_map().items():
             if dtype != tf.variant:
                 reader.get_tensor(name)
-    except DAMAGE_ERRORS:
+    except (*DAMAGE_ERRORS, tf.errors.NotFoundError):  # NotFoundError: its index is missing
         return False
     return True
 
@@ -115,11 +170,20 @@ def restore_existing(checkpoint, path):
 def forget_checkpoint(model_dir, path):
     """Removes `path` from model_dir's list of checkpoints, so that the latest is the one
     before it; its files stay until a new checkpoint of that step replaces them."""
-    remaining = [p for p in checkpoint_paths(model_dir) if p != path]
-    if remaining:
-        tf.compat.v1.train.update_checkpoint_state(model_dir, remaining[-1], remaining)
-    else:
-        os.remove(os.path.join(model_dir, "checkpoint"))
+    _write_list(model_dir, [p for p in checkpoint_paths(model_dir) if p != path])
+
+
+def _write_list(model_dir, paths):
+    """Makes model_dir's list of checkpoints (the `checkpoint` text proto CheckpointManager
+    reads) name `paths`, the last the latest, or removes it for none. Written here, not by
+    tf.compat.v1.train.update_checkpoint_state, which prints a deprecation notice."""
+    path = os.path.join(model_dir, CHECKPOINT_LIST)
+    if not paths:
+        os.remove(path)
+        return
+    names = [json.dumps(os.path.relpath(p, model_dir), ensure_ascii=False) for p in paths]
+    write_text_atomically(path, f"model_checkpoint_path: {names[-1]}\n" + "".join(
+        f"all_model_checkpoint_paths: {name}\n" for name in names))
 
 
 def save(manager, step, size):
