@@ -146,7 +146,7 @@ class ParsingWsj(ParsingProblem):
     SECTIONS = {"train": range(2, 22), "dev": (22,), "test": (23,)}
 
     def tree_files(self, split, raw_dir):
-        root = _wsj_root(raw_dir)
+        root = glob.escape(_wsj_root(raw_dir))  # a copy's directory may be named "x [1]"
         return sorted(path for section in self.SECTIONS[split]
                       for path in glob.glob(os.path.join(root, f"{section:02d}", "wsj_*.mrg")))
 

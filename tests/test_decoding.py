@@ -14,8 +14,12 @@ from reference_decoding import (
     sequence_scores,
 )
 
+from t2t_lite import registry
 from t2t_lite.config import EOS_ID, PAD_ID, HParams
+from t2t_lite.data.vocabulary import SymbolVocabulary
+from t2t_lite.decoding.decode import decode_file
 from t2t_lite.decoding.search import _top_k, beam_search, search
+from t2t_lite.decoding.translator import Translator
 from t2t_lite.models.transformer import Transformer
 
 # The reference decoders score the empty prefix, whose self-attention has one position.
@@ -66,6 +70,34 @@ def test_a_beam_wide_enough_finds_the_exhaustive_search_best(alpha):
     for row in range(len(inputs)):
         expected = exhaustive_search(model, inputs[row], alpha, extra_length=1, top=27)
         assert_same_hypotheses(hypotheses(ids[row], scores[row]), expected)
+
+
+def test_the_decoders_n_best_are_the_k_best_of_an_exhaustive_search(tmp_path):
+    """The decoder's --n_best=K file (through a 27-wide beam, which holds every prefix of 3
+    symbols up to the limits of 4 and 3 tokens) lists for each line the K best of all possible
+    hypotheses, found exhaustively, best first with their scores; an empty line gets K empty
+    ones. Lines of several lengths in batches of 2, so the n-best lists must find their lines."""
+    model = random_model(vocab_size=5, seed=6, rare_eos=True)
+    vocabulary = SymbolVocabulary(3)
+    hparams = HParams(beam_size=27, alpha=0.6, extra_length=1)
+    translator = Translator(model, vocabulary, hparams, batch_size=2)
+    sources, k = ["0 1", "", "2", "1 1", "0"], 5
+    decode_file(translator, registry.problem("algorithmic_copy"), sources, "sources.txt",
+                output_path=str(tmp_path / "n_best"), n_best=k)
+    rows = [line.split("\t") for line in (tmp_path / "n_best").read_text().splitlines()]
+    assert len(rows) == k * len(sources)
+    for i, source in enumerate(sources):
+        if source:
+            inputs = padded([vocabulary.encode(source)])[0]
+            expected = [(vocabulary.decode(sequence), score) for sequence, score in
+                        exhaustive_search(model, inputs, hparams.alpha, 1, top=k)]
+        else:
+            expected = [("", 0.0)] * k
+        texts, scores = zip(*rows[k * i: k * (i + 1)])
+        assert list(texts) == [text for text, _ in expected], source
+        np.testing.assert_allclose(np.float64(scores), [score for _, score in expected],
+                                   rtol=1e-5, atol=2e-6)
+    assert len({text for text, _ in rows}) > k  # the lists differ from line to line
 
 
 @pytest.mark.parametrize("alpha, vocab_size, extra_length", [(0.0, 7, 5), (0.6, 7, 5),

@@ -17,6 +17,7 @@ from synthetic_treebank import write_treebank
 from test_decoding import padded, random_model
 from test_translate_files import run
 
+from t2t_lite import registry
 from t2t_lite.cli import datagen, decoder, exporter, trainer
 from t2t_lite.config import EOS_ID
 from t2t_lite.decoding.search import search
@@ -92,6 +93,64 @@ def test_bracket_errors_name_the_file_and_line(tmp_path, text, message):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(UserError, match=message):
         list(read_trees(str(path)))
+
+
+def section_tree(section, number, i):
+    """Tree i of the file wsj_SSNN.mrg, whose words name it."""
+    return f"( (S (NP-SBJ (NN w{section:02d}{number:02d})) (VP (VBD left{i})) (. .)) )\n"
+
+
+def test_parsing_wsj_finds_the_ldc_sections_and_writes_the_02_21_22_23_split(tmp_path,
+                                                                            monkeypatch):
+    """An LDC Treebank-3 tree in miniature: parsed/mrg/wsj/SS/wsj_SSNN.mrg beside tagged/pos and
+    raw copies of the same sections (which are not trees) and Brown's parsed files. datagen
+    with --raw_dir at the top finds parsed/mrg/wsj; sections 02-21 become train, 22 dev, 23
+    test, and 00, 01, 24 nothing. The directory's name holds glob characters, as a copy's may."""
+    top = tmp_path / "treebank_3 [LDC99T42]"
+    wsj = top / "parsed" / "mrg" / "wsj"
+    files = {(0, 0): 1, (1, 0): 1, (2, 0): 2, (2, 1): 1, (3, 0): 1, (21, 0): 1, (22, 0): 2,
+             (22, 1): 1, (23, 0): 1, (24, 0): 1}  # (section, file) -> trees
+    for (section, number), count in files.items():
+        path = wsj / f"{section:02d}" / f"wsj_{section:02d}{number:02d}.mrg"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(section_tree(section, number, i) for i in range(count)),
+                        encoding="utf-8")
+        for decoy in (top / "tagged" / "pos" / "wsj" / path.parent.name / f"{path.stem}.pos",
+                      top / "raw" / "wsj" / path.parent.name / path.stem):
+            decoy.parent.mkdir(parents=True, exist_ok=True)
+            decoy.write_text("[ The/DT cat/NN ] sat/VBD ./.\n", encoding="utf-8")
+    (wsj / "02" / "wsj_0299.mrg").write_text(LDC_TREES, encoding="utf-8")
+    (wsj / "23" / "wsj_2300.mrg.orig").write_text("((", encoding="utf-8")
+    (top / "parsed" / "mrg" / "brown" / "cf").mkdir(parents=True)
+    (top / "parsed" / "mrg" / "brown" / "cf" / "cf01.mrg").write_text(
+        section_tree(99, 0, 0), encoding="utf-8")
+
+    def sentences(*keys):
+        return [f"w{section:02d}{number:02d} left{i} ." for section, number in keys
+                for i in range(files[section, number])]
+
+    ldc_sentences = [" ".join(tree.words()) for tree in map(clean, read_trees(
+        str(wsj / "02" / "wsj_0299.mrg"))) if tree]
+    expected = {"train": sentences((2, 0), (2, 1)) + ldc_sentences + sentences((3, 0), (21, 0)),
+                "dev": sentences((22, 0), (22, 1)), "test": sentences((23, 0))}
+    problem_class = registry.problems.get("parsing_wsj")
+    monkeypatch.setattr(problem_class, "vocab_size", 300)  # its 16000 needs the real treebank
+    for raw_dir in (top, wsj):
+        problem = problem_class()
+        assert {split: [" ".join(tree.words()) for tree in problem.trees(split, str(raw_dir))]
+                for split in expected} == expected
+
+    data_dir = tmp_path / "data"
+    datagen.main(["--problem=parsing_wsj", f"--raw_dir={top}", f"--data_dir={data_dir}"])
+    problem = registry.problem("parsing_wsj", str(data_dir))
+    vocabulary = problem.vocabulary(str(data_dir))
+    for split, split_sentences in expected.items():
+        examples = list(problem.examples(split, str(data_dir)))
+        assert [vocabulary.decode(e["inputs"]) for e in examples] == split_sentences
+        assert [vocabulary.decode(e["targets"]) for e in examples] == [
+            " ".join(linearize(tree)) for tree in problem.trees(split, str(top))]
+        with open(problem.stats_path(split, str(data_dir))) as f:
+            assert json.load(f)["examples"] == len(split_sentences)
 
 
 # Ids of a toy parsing vocabulary: a word's first piece, tag T, label A and its closer, and a
