@@ -47,10 +47,11 @@ def _import_tensorflow_quietly():
 
 def run(main, argv=None):
     """Runs main(argv) with progress logged to stderr (stdout holds only results, so pipes keep
-    their line alignment); a UserError becomes one line on stderr and exit status 2."""
+    their line alignment); a UserError becomes one line on stderr and exit status 2, Ctrl-C one
+    line and status 130, and a reader of stdout that went away (`| head -1`) a quiet exit."""
     from t2t_lite.utils.errors import UserError
 
-    _import_tensorflow_quietly()
+    prog = os.path.basename(sys.argv[0]) if argv is None else "t2t-lite"
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
     logger = logging.getLogger("t2t_lite")
@@ -59,15 +60,40 @@ def run(main, argv=None):
     logger.setLevel(logging.INFO)
     logger.propagate = False
     try:
+        _import_tensorflow_quietly()  # in here: start-up takes seconds, and Ctrl-C may come
         main(sys.argv[1:] if argv is None else argv)
+        sys.stdout.flush()  # a pipe closed early fails here, not at the interpreter's exit
+    except KeyboardInterrupt:
+        # What the user asked for, not a fault: one line, and 128 + SIGINT as a shell reports
+        # a process that Ctrl-C ended. Files are written atomically, so none is half-written.
+        print(f"{prog}: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except BrokenPipeError:
+        # The reader of our output went away (`t2t-lite-decoder ... | head -1`). Unix tools
+        # (cat, grep, sort) are then ended by SIGPIPE silently and a shell reports 141 (128 +
+        # SIGPIPE): so exit quietly with 141 too. A plain pipeline's status is head's either way;
+        # under `set -o pipefail` the decoder then reads like any other tool cut short, rather
+        # than like a run that wrote all of its output (0) or failed (2). stdout is pointed at
+        # /dev/null so that the interpreter's last flush cannot fail again (the recipe of the
+        # Python docs, "Note on SIGPIPE" in the signal module).
+        _discard_stdout()
+        sys.exit(141)
     except (UserError, OSError) as error:
-        prog = os.path.basename(sys.argv[0]) if argv is None else "t2t-lite"
         print(f"{prog}: error: {_one_line(error)}", file=sys.stderr)
         sys.exit(2)
     finally:
         logger.removeHandler(handler)
         logger.setLevel(saved[0])
         logger.propagate = saved[1]
+
+
+def _discard_stdout():
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # a stdout without a file descriptor (captured by a test)
+        pass
 
 
 def _one_line(error):

@@ -2,10 +2,12 @@
 
 from t2t_lite import cli
 from t2t_lite.cli import flags
-from t2t_lite.export.engines import ENGINE_NAMES
 
 
 def parse_args(argv):
+    # Imports TensorFlow: done here, inside cli.run, so that Ctrl-C meanwhile is one line.
+    from t2t_lite.export.engines import ENGINE_NAMES
+
     parser = cli.ArgumentParser(prog="t2t-lite-decoder", description=__doc__)
     flags.add_model_flags(parser)
     parser.add_argument("--decode_from_file",

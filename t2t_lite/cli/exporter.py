@@ -3,10 +3,12 @@ as a CTranslate2 model directory."""
 
 from t2t_lite import cli
 from t2t_lite.cli import flags
-from t2t_lite.export.engines import FORMATS
 
 
 def parse_args(argv):
+    # Imports TensorFlow: done here, inside cli.run, so that Ctrl-C meanwhile is one line.
+    from t2t_lite.export.engines import FORMATS
+
     parser = cli.ArgumentParser(prog="t2t-lite-exporter", description=__doc__)
     flags.add_model_flags(parser)
     parser.add_argument("--export_dir", help="versions are written as numbered subdirectories, "

@@ -9,6 +9,7 @@ written again.
 """
 
 import collections
+import contextlib
 import glob
 import json
 import logging
@@ -127,11 +128,14 @@ class Problem:
     def generate_data(self, data_dir, raw_dir=None):
         """Writes the vocabulary and every missing split to data_dir; finished work is kept.
         One datagen at a time per data_dir and problem: a second would remove the first's
-        unfinished shards."""
+        unfinished shards. Shards are written as NAME-SPLIT-*.incomplete and renamed when the
+        split is complete; a datagen that fails or is interrupted removes its own, and one that
+        starts removes those a killed datagen left (it holds the lock: none is in use)."""
         os.makedirs(data_dir, exist_ok=True)
         raw_dir = raw_dir or os.path.join(data_dir, "raw")
         with exclusive_lock(os.path.join(data_dir, f".{self.name}.datagen.lock"),
                             f"{data_dir} (datagen of {self.name})"):
+            self._remove_incomplete(data_dir)
             vocabulary = self.build_vocabulary(data_dir, raw_dir)
             for split in self.splits():
                 if not self.has_data(data_dir, split):
@@ -139,29 +143,39 @@ class Problem:
 
     def _write_split(self, split, data_dir, raw_dir, vocabulary):
         paths = self.shard_paths(split, data_dir)
-        for stale in glob.glob(os.path.join(data_dir, f"{self.name}-{split}-*.incomplete")):
-            os.remove(stale)
         temporary = [path + ".incomplete" for path in paths]
         lengths = collections.Counter()
         examples = skipped = 0
-        with pipeline.ShardWriter(temporary) as shards:
-            for pair in self.text_pairs(split, raw_dir):
-                if is_empty(pair):
-                    skipped += 1
-                    continue
-                inputs = vocabulary.encode(pair[0]) + [EOS_ID]
-                targets = vocabulary.encode_target(pair[1]) + [EOS_ID]
-                shards.write(inputs, targets)
-                lengths[max(len(inputs), len(targets))] += 1
-                examples += 1
-        write_text_atomically(self.stats_path(split, data_dir), json.dumps(
-            {"examples": examples, "skipped_empty": skipped,
-             "lengths": {str(n): lengths[n] for n in sorted(lengths)}}, indent=1) + "\n")
-        for path, final in zip(temporary, paths):
-            os.replace(path, final)
+        try:
+            with pipeline.ShardWriter(temporary) as shards:
+                for pair in self.text_pairs(split, raw_dir):
+                    if is_empty(pair):
+                        skipped += 1
+                        continue
+                    inputs = vocabulary.encode(pair[0]) + [EOS_ID]
+                    targets = vocabulary.encode_target(pair[1]) + [EOS_ID]
+                    shards.write(inputs, targets)
+                    lengths[max(len(inputs), len(targets))] += 1
+                    examples += 1
+            write_text_atomically(self.stats_path(split, data_dir), json.dumps(
+                {"examples": examples, "skipped_empty": skipped,
+                 "lengths": {str(n): lengths[n] for n in sorted(lengths)}}, indent=1) + "\n")
+            for path, final in zip(temporary, paths):
+                os.replace(path, final)
+        except BaseException:  # a full disk, a bad line, Ctrl-C: no partial shards stay
+            self._remove_incomplete(data_dir, split)
+            raise
         skipped_note = f"; skipped {skipped:,} pairs with an empty side" if skipped else ""
         logger.info("%s %s: %s examples in %d shards%s", self.name, split, f"{examples:,}",
                     len(paths), skipped_note)
+
+    def _remove_incomplete(self, data_dir, split="*"):
+        """Removes the unfinished shards of `split` (default: of every split) in data_dir."""
+        pattern = os.path.join(glob.escape(data_dir), f"{glob.escape(self.name)}-{split}-*"
+                               ".incomplete")
+        for path in glob.glob(pattern):
+            with contextlib.suppress(OSError):  # a shard writer would overwrite it anyway
+                os.remove(path)
 
     def dataset(self, split, data_dir, hparams, *, training, input_context=None, seed=None):
         """Batches of ({"inputs", "targets"}, targets) for `split`; see pipeline.make_dataset."""

@@ -1,0 +1,153 @@
+"""Ctrl-C and a closed pipe: the console scripts end as Unix tools do, in one line or none, and
+leave nothing half-written (real processes, real signals)."""
+
+import errno
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+USR_PROBLEMS = os.path.join(TESTS, "usr_problems.py")
+
+# A problem whose datagen writes a few examples, then waits to read the FIFO $T2T_TEST_FIFO.
+BLOCKED_PROBLEM = """
+import os
+from t2t_lite.problems.algorithmic import AlgorithmicReverse
+from t2t_lite.registry import register_problem
+
+
+@register_problem(name="test_blocked_reverse")
+class BlockedReverse(AlgorithmicReverse):
+    num_examples = {"train": 100, "dev": 10, "test": 10}
+    num_shards = {"train": 2, "dev": 1, "test": 1}
+
+    def text_pairs(self, split, raw_dir):
+        pairs = super().text_pairs(split, raw_dir)
+        for _ in range(5):
+            yield next(pairs)
+        with open(os.environ["T2T_TEST_FIFO"], encoding="utf-8") as f:
+            f.read()
+        yield from pairs
+"""
+
+
+def start(script, *flags, **popen):
+    """A console script (t2t-lite-SCRIPT) started as a shell would start it: its stderr shows
+    what a user sees (TF_CPP_MIN_LOG_LEVEL unset, so its start-up is quiet)."""
+    environment = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    environment["CUDA_VISIBLE_DEVICES"] = ""
+    code = (f"import sys; sys.argv[0] = 't2t-lite-{script}'; "
+            f"from t2t_lite.cli.{script} import run; run()")
+    return subprocess.Popen([sys.executable, "-c", code, *flags], stderr=subprocess.PIPE,
+                            env={**environment, **popen.pop("env", {})}, **popen)
+
+
+def wait_until_reading(fifo, process, timeout=300):
+    """Opens the FIFO `fifo` for writing once `process` opened it to read (it then waits for
+    data), so that a signal comes while it reads; fails if the process ends first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as error:
+            if error.errno != errno.ENXIO:  # ENXIO: no reader yet
+                raise
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"it never read {fifo}: {process.communicate()[1].decode()[-3000:]}")
+        time.sleep(0.1)
+
+
+def interrupt(process, fifo=None):
+    """Sends SIGINT (what Ctrl-C sends) to `process` (while it reads `fifo`); returns its exit
+    status and stderr."""
+    writer = wait_until_reading(fifo, process) if fifo else None
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=60)
+    finally:
+        if writer is not None:
+            os.close(writer)
+        if process.poll() is None:
+            process.kill()
+    return process.returncode, process.stderr.read().decode()
+
+
+def assert_interrupted(code, err, script):
+    """Exit status 130 (128 + SIGINT) and one line, after the progress log lines (a clock
+    time first)."""
+    lines = err.splitlines()
+    assert code == 130 and "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert lines[-1] == f"t2t-lite-{script}: interrupted", err
+    assert all(line[:8].count(":") == 2 for line in lines[:-1]), err
+
+
+def test_console_scripts_import_tensorflow_only_inside_cli_run(tmp_path):
+    """A module a console script names is imported before cli.run can catch anything: if it
+    imported TensorFlow (seconds), Ctrl-C meanwhile would be a traceback."""
+    scripts = sorted(os.path.splitext(os.path.basename(path))[0]
+                     for path in glob.glob(os.path.join(TESTS, "..", "t2t_lite", "cli", "*.py"))
+                     if not path.endswith("__init__.py"))
+    code = ("import importlib, sys\n"
+            f"for name in {scripts!r}:\n"
+            "    importlib.import_module('t2t_lite.cli.' + name)\n"
+            "    assert 'tensorflow' not in sys.modules, name\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert result.returncode == 0 and "decoder" in scripts, result.stderr[-2000:]
+
+
+def test_ctrl_c_while_the_decoder_reads_its_input(trained_reverse, tmp_path):
+    """Start-up: the input file is read before the model is loaded."""
+    fifo = str(tmp_path / "source.txt")
+    os.mkfifo(fifo)
+    process = start("decoder", f"--model_dir={trained_reverse.model_dir}",
+                    f"--usr_dir={USR_PROBLEMS}", f"--decode_from_file={fifo}",
+                    f"--decode_to_file={tmp_path / 'out.txt'}")
+    assert_interrupted(*interrupt(process, fifo), "decoder")
+    assert os.listdir(tmp_path) == ["source.txt"]
+
+
+def test_ctrl_c_ends_the_interactive_decoder(trained_reverse):
+    """Ctrl-C is how a user leaves the decoder reading stdin; what it translated stays."""
+    process = start("decoder", f"--model_dir={trained_reverse.model_dir}",
+                    f"--usr_dir={USR_PROBLEMS}", stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    process.stdin.write(b"1 2 3\n")
+    process.stdin.flush()
+    assert process.stdout.readline() == b"3 2 1\n"
+    code, err = interrupt(process)
+    assert_interrupted(code, err, "decoder")
+    assert "restored" in err
+
+
+def test_ctrl_c_during_datagen_leaves_no_partial_shards(tmp_path):
+    usr_dir = tmp_path / "blocked.py"
+    usr_dir.write_text(BLOCKED_PROBLEM)
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    data_dir = tmp_path / "data"
+    process = start("datagen", "--problem=test_blocked_reverse", f"--data_dir={data_dir}",
+                    f"--usr_dir={usr_dir}", env={"T2T_TEST_FIFO": fifo})
+    assert_interrupted(*interrupt(process, fifo), "datagen")
+    assert not [name for name in os.listdir(data_dir) if not name.startswith(".")]
+
+
+def test_a_decoder_piped_into_head_exits_quietly(trained_reverse):
+    """`t2t-lite-decoder ... | head -1`: once the reader is gone, the next line written ends
+    the decoder with status 141 (as SIGPIPE ends cat or grep) and without a word."""
+    process = start("decoder", f"--model_dir={trained_reverse.model_dir}",
+                    f"--usr_dir={USR_PROBLEMS}", stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    process.stdin.write(b"1 2 3\n")
+    process.stdin.flush()
+    assert process.stdout.readline() == b"3 2 1\n"
+    process.stdout.close()  # as head does after its line
+    process.stdin.write(b"4 5\n6 7\n")
+    process.stdin.close()
+    err = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141, err
+    assert [line for line in err.splitlines() if line[:8].count(":") != 2] == [], err
