@@ -12,8 +12,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     # notebooks it starts, which inherit this) computes on one thread, not on every core.
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 
-import pytest  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import pytest
+import tensorflow as tf
 
 # Must run before TensorFlow initializes its devices, i.e. before any test touches a tensor.
 _cpu = tf.config.list_physical_devices("CPU")[0]
@@ -118,6 +118,23 @@ def short_reverse_data(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory, short_reverse_data):
+    """A model_dir trained for 4 updates with checkpoints at steps 2 and 4 (see
+    tiny_model_dir.py); tests that change it use model_copy."""
+    from tiny_model_dir import train_tiny_model
+
+    return shared_directory(tmp_path_factory, "tiny_model",
+                            lambda path: train_tiny_model(path, short_reverse_data))
+
+
+@pytest.fixture
+def model_copy(tiny_model, tmp_path):
+    path = str(tmp_path / "model")
+    shutil.copytree(tiny_model, path)
+    return path
+
+
+@pytest.fixture(scope="session")
 def trained_reverse(tmp_path_factory):
     """The demo model in float32; test_training asserts it learned. Reuse it wherever a
     trained model is needed: it is trained once per test run."""
@@ -125,6 +142,6 @@ def trained_reverse(tmp_path_factory):
                                           train_short_reverse))
 
 
-from t2t_lite.registry import import_usr_dir  # noqa: E402
+from t2t_lite.registry import import_usr_dir
 
 import_usr_dir(os.path.join(os.path.dirname(__file__), "usr_problems.py"))  # test_short_reverse

@@ -4,9 +4,7 @@ and nothing a user made lost or left unreadable."""
 import glob
 import json
 import os
-import pathlib
 import re
-import shutil
 import stat
 import subprocess
 import sys
@@ -14,25 +12,14 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-from cli_output import error_lines
+from cli_output import error_lines, run_cli
+from tiny_model_dir import train_flags
 
-from t2t_lite import cli
 from t2t_lite.utils.files import temporary_directory, write_text_atomically
 
 
 def environment(**extra):
     return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", **extra}
-
-
-def run_cli(main, argv, capsys):
-    """(exit status, stdout, stderr) of a console script run in this process."""
-    code = 0
-    try:
-        cli.run(main, argv)
-    except SystemExit as exit_info:
-        code = exit_info.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture
@@ -69,36 +56,6 @@ def test_examples_serialize_to_the_same_bytes_in_every_process():
                               check=True, env=environment(PYTHONHASHSEED=str(seed))).stdout
                for seed in range(1, 4)}
     assert len(digests) == 1, digests
-
-
-OVERRIDES = "d_model=32,d_ff=64,num_heads=4,batch_size=256,warmup_steps=10,learning_rate=0.5"
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory, short_reverse_data):
-    """A model_dir trained for 4 updates with checkpoints at steps 2 and 4; tests copy it."""
-    from t2t_lite.config import TrainConfig
-    from t2t_lite.runner import Runner
-
-    model_dir = str(tmp_path_factory.mktemp("tiny") / "model")
-    runner = Runner.create_or_resume(model_dir, "test_short_reverse", "transformer_tiny",
-                                     OVERRIDES, short_reverse_data)
-    runner.train(TrainConfig(train_steps=4, random_seed=3, eval_every=0, save_every=2,
-                             eval_steps=1, eval_decode_examples=0))
-    return model_dir
-
-
-@pytest.fixture
-def model_copy(tiny_model, tmp_path):
-    path = str(tmp_path / "model")
-    shutil.copytree(tiny_model, path)
-    return path
-
-
-def train_flags(model_dir, data_dir, steps, *flags):
-    return [f"--model_dir={model_dir}", f"--data_dir={data_dir}", f"--train_steps={steps}",
-            "--save_every=2", "--eval_every=0", "--eval_steps=1", "--eval_decode_examples=0",
-            "--random_seed=3", *flags]
 
 
 def weights(path):
@@ -172,125 +129,6 @@ def test_a_missing_checkpoint_is_named_and_the_newest_one_there_is_used(
     listed = tf.train.get_checkpoint_state(model_copy).all_model_checkpoint_paths
     assert listed[-1] == f"{model_copy}/ckpt-6"
     assert all(os.path.exists(f"{path}.index") for path in listed), listed
-
-
-def test_a_second_trainer_is_refused_before_it_writes_anything(
-        model_copy, short_reverse_data, capsys):
-    """The lock was taken only when training began, after the second trainer had recorded its
-    --hparams in the running trainer's hparams.json."""
-    from t2t_lite.cli import trainer
-    from t2t_lite.model_dir import ModelDir
-    from t2t_lite.utils.files import exclusive_lock
-
-    def records():
-        return {name: pathlib.Path(model_copy, name).read_bytes()
-                for name in ("hparams.json", "problem.json", "checkpoint")}
-
-    before = records()
-    with exclusive_lock(ModelDir(model_copy).trainer_lock(), "the running trainer"):
-        code, out, err = run_cli(trainer.main, train_flags(
-            model_copy, short_reverse_data, 6, "--hparams=learning_rate=0.25"), capsys)
-    assert code == 2 and out == "", err
-    (error,) = error_lines(err)
-    assert f"error: {model_copy} is in use by process {os.getpid()} on " in error
-    assert "learning_rate" not in err  # no change was logged, let alone recorded
-    assert records() == before
-
-
-def test_an_experiment_is_recorded_once_training_starts(
-        tiny_model, short_reverse_data, tmp_path, capsys):
-    """A first run that failed before training (here on a --data_dir that is a file) recorded
-    its hparams, and the corrected command with other --hparams was refused as "trained with
-    other values". Nothing is recorded before training starts, and a model_dir without a
-    checkpoint (a run killed before its first) takes the corrected flags."""
-    from t2t_lite.cli import trainer
-
-    model_dir = str(tmp_path / "model")
-    (tmp_path / "file").write_text("")
-    new = ["--problem=test_short_reverse", "--hparams_set=transformer_tiny"]
-    code, out, err = run_cli(trainer.main, new + train_flags(
-        model_dir, tmp_path / "file", 2, f"--hparams={OVERRIDES},d_model=64"), capsys)
-    assert code == 2 and out == "", err
-    (error,) = error_lines(err)
-    assert f"error: --data_dir {tmp_path / 'file'} is a file, not a directory" in error
-    assert not os.path.exists(f"{model_dir}/hparams.json")
-
-    for name in ("hparams.json", "problem.json"):  # as if a run was killed before saving
-        shutil.copy(f"{tiny_model}/{name}", model_dir)
-    code, out, err = run_cli(trainer.main, new + train_flags(
-        model_dir, short_reverse_data, 2, f"--hparams={OVERRIDES},d_model=16"), capsys)
-    assert code == 0 and "final evaluation at step 2:" in out, err
-    with open(f"{model_dir}/hparams.json", encoding="utf-8") as f:
-        recorded = json.load(f)
-    assert recorded["d_model"] == 16 and "changed_on_resume" not in recorded
-
-
-@pytest.mark.parametrize("hparams", ["learning_rate=-1", "alpha=nan", "adam_beta2=1.5"])
-def test_hparams_out_of_range_are_refused_before_anything_is_written(
-        hparams, short_reverse_data, tmp_path, capsys):
-    """--hparams=learning_rate=-1 trained (the loss rising from 4.6 to 13)."""
-    from t2t_lite.cli import trainer
-
-    model_dir = str(tmp_path / "model")
-    code, out, err = run_cli(trainer.main, [
-        "--problem=test_short_reverse", "--hparams_set=transformer_tiny",
-        *train_flags(model_dir, short_reverse_data, 2, f"--hparams={OVERRIDES},{hparams}")],
-        capsys)
-    name, value = hparams.split("=")
-    assert code == 2 and out == "", err
-    (error,) = error_lines(err)
-    assert f"error: hparam {name} must be " in error and f", got {float(value)}" in error
-    assert not os.path.exists(f"{model_dir}/hparams.json")
-
-
-@pytest.mark.parametrize("flag, message", [
-    ("--alpha=nan", "--alpha must be in [0, 10], got nan"),
-    ("--alpha=-0.5", "--alpha must be in [0, 10], got -0.5"),
-    ("--beam_size=0", "--beam_size must be at least 1, got 0"),
-    ("--extra_length=-1", "--extra_length must be at least 0, got -1"),
-])
-def test_decoding_flags_out_of_range_are_one_line(flag, message, model_copy, capsys):
-    """--alpha=nan gave an empty translation and exit status 0."""
-    from t2t_lite.cli import decoder
-
-    source = os.path.join(model_copy, "source.txt")
-    write_text_atomically(source, "1 2 3\n")
-    code, out, err = run_cli(decoder.main, [f"--model_dir={model_copy}",
-                                            f"--decode_from_file={source}", flag], capsys)
-    assert code == 2 and out == "", err
-    (error,) = error_lines(err)
-    assert error == f"t2t-lite-decoder: error: {message} (see --help)"
-
-
-@pytest.mark.parametrize("name, value, message", [
-    ("d_model", 2**40, "hparam d_model must be at most 65536, got 1099511627776"),
-    ("beam_size", 1e9, "hparam beam_size must be int, got 1000000000.0"),
-    ("num_encoder_layers", 10**6, "hparam num_encoder_layers must be at most 1024, got 1000000"),
-    ("alpha", float("nan"), "hparam alpha must be in [0, 10], got nan"),
-])
-def test_hparams_json_is_checked_as_strictly_as_hparams(
-        name, value, message, model_copy, short_reverse_data, capsys):
-    """Values no --hparams could set, written in hparams.json by hand: d_model=2**40 and
-    beam_size=1e9 ran out of memory after 30 s, num_encoder_layers=1000000 hung the decoder."""
-    from t2t_lite.cli import decoder, trainer
-
-    path = f"{model_copy}/hparams.json"
-    with open(path, encoding="utf-8") as f:
-        values = json.load(f)
-    write_text_atomically(path, json.dumps({**values, name: value}))
-    with open(path, "rb") as f:
-        recorded = f.read()
-    source = os.path.join(model_copy, "source.txt")
-    write_text_atomically(source, "1 2 3\n")
-    for main, flags in ((decoder.main, [f"--model_dir={model_copy}",
-                                        f"--decode_from_file={source}"]),
-                        (trainer.main, train_flags(model_copy, short_reverse_data, 6))):
-        code, out, err = run_cli(main, flags, capsys)
-        assert code == 2 and out == "", err
-        (error,) = error_lines(err)
-        assert error == f"t2t-lite: error: {path}: {message}: correct that value in the file"
-    with open(path, "rb") as f:
-        assert f.read() == recorded
 
 
 def test_a_file_size_limit_while_saving_is_one_line_and_leaves_no_partial_checkpoint(
