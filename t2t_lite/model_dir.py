@@ -31,6 +31,19 @@ AVG_DIR = "avg"
 CTRANSLATE2_CACHE = "ctranslate2"
 EXPORT_DIRS = {"saved_model": "export", "ctranslate2": "export_ctranslate2"}
 SUMMARY_RUNS = ("train", "eval")
+JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "a number",
+              float: "a number", bool: "true or false", type(None): "null"}
+# How to mend each record when it is damaged (a bad copy, an edit by hand).
+REPAIRS = {
+    HPARAMS_FILE: "restore it from a copy, or repair it by hand: a JSON object of hparam "
+                  'values, e.g. {"d_model": 512, ...}',
+    PROBLEM_FILE: 'restore it from a copy, or repair it by hand: a JSON object of "problem", '
+                  '"hparams_set" and "data_dir", as t2t-lite-trainer wrote it',
+    HISTORY_FILE: "restore it from a copy, or delete it to start a new history of evaluations "
+                  "(which of the earlier ones was best is then forgotten)",
+    INFO_FILE: "restore it from a copy, or repair it by hand: a JSON object, as the trainer or "
+               "t2t-lite-avg-checkpoints wrote it",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,19 +144,25 @@ class ModelDir:
     def read_experiment(self, data_dir=None):
         """The Experiment recorded here; `data_dir` overrides where its data now lives."""
         try:
-            values = self._read_json(HPARAMS_FILE)
-            saved = self._read_json(PROBLEM_FILE)
+            values = self._read_json(HPARAMS_FILE, dict)
+            saved = self._read_json(PROBLEM_FILE, dict)
         except FileNotFoundError as error:
             raise UserError(f"{self.path} is not a t2t_lite model_dir ({error.filename} is "
                             "missing): train one there with t2t-lite-trainer") from None
-        history = tuple(values.pop(HPARAMS_HISTORY, ()))
+        for key in ("problem", "hparams_set") + (() if data_dir else ("data_dir",)):
+            if not isinstance(saved.get(key), str):
+                raise self._damaged(PROBLEM_FILE, f'no "{key}" string in it' + (
+                    " (or pass --data_dir)" if key == "data_dir" else ""))
+        history = values.pop(HPARAMS_HISTORY, [])
+        if not isinstance(history, list):
+            raise self._damaged(HPARAMS_FILE, f'"{HPARAMS_HISTORY}" is not a list')
         try:  # as strictly as --hparams: a value set by hand must not exhaust memory or hang
             hparams = HParams.from_dict(values)
         except HParamsError as error:
             raise UserError(f"{self.join(HPARAMS_FILE)}: {error}: correct that value in the "
                             "file") from None
         return Experiment(saved["problem"], saved["hparams_set"], hparams,
-                          absolute(data_dir) if data_dir else saved["data_dir"], history)
+                          absolute(data_dir) if data_dir else saved["data_dir"], tuple(history))
 
     def write_experiment(self, experiment):
         """Records a new `experiment` (atomically, file by file)."""
@@ -170,9 +189,15 @@ class ModelDir:
     def read_history(self):
         """The evaluations recorded by the trainer, oldest first ([] before the first)."""
         try:
-            return self._read_json(HISTORY_FILE)
+            history = self._read_json(HISTORY_FILE, list)
         except FileNotFoundError:
             return []
+        for number, entry in enumerate(history, 1):
+            if not (isinstance(entry, dict) and isinstance(entry.get("step"), int)
+                    and isinstance(entry.get("metrics"), dict)):
+                raise self._damaged(HISTORY_FILE, f'its entry {number} is not an object with '
+                                    '"step" and "metrics"')
+        return history
 
     def write_history(self, history):
         write_text_atomically(self.join(HISTORY_FILE), json.dumps(history, indent=1) + "\n")
@@ -180,13 +205,28 @@ class ModelDir:
     def read_info(self):
         """What a derived model_dir (best/, avg/, an average) says it is, or None."""
         try:
-            return self._read_json(INFO_FILE)
+            return self._read_json(INFO_FILE, dict)
         except FileNotFoundError:
             return None
 
     def write_info(self, info):
         write_text_atomically(self.join(INFO_FILE), json.dumps(info, indent=2) + "\n")
 
-    def _read_json(self, name):
-        with open(self.join(name), encoding="utf-8") as f:
-            return json.load(f)
+    def _read_json(self, name, kind):
+        """The value in the record `name`, which must be of type `kind` (dict or list); one
+        that is not (not JSON, or other JSON) is a UserError naming it and how to mend it."""
+        with open(self.join(name), "rb") as f:
+            text = f.read()
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise self._damaged(name, f"not JSON: {error.msg} at line {error.lineno} column "
+                                f"{error.colno}") from None
+        except UnicodeDecodeError:
+            raise self._damaged(name, "not UTF-8 text") from None
+        if not isinstance(value, kind):
+            raise self._damaged(name, f"{JSON_TYPES[type(value)]}, not {JSON_TYPES[kind]}")
+        return value
+
+    def _damaged(self, name, what):
+        return UserError(f"{self.join(name)} is damaged ({what}): {REPAIRS[name]}")

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sys
+import traceback
 
 from t2t_lite.utils.errors import UserError, did_you_mean
 
@@ -127,4 +128,24 @@ def import_usr_dir(path):
         del sys.modules[module_name]
         raise UserError(f"--usr_dir {error.filename} line {error.lineno}: {error.msg}: fix the "
                         "syntax error there") from None
+    except Exception as error:  # noqa: BLE001 (whatever the user's code raised; not Ctrl-C)
+        for name in [n for n in sys.modules if n == module_name or
+                     n.startswith(module_name + ".")]:
+            del sys.modules[name]
+        fix = ("fix the import there, or install the module it names"
+               if isinstance(error, ImportError) else "fix the error there")
+        message = (str(error).strip().splitlines() or [""])[0]
+        raise UserError(f"--usr_dir {_where(error, path, init)}: {type(error).__name__}"
+                        f"{': ' + message if message else ''}: {fix}") from None
     return module
+
+
+def _where(error, path, init):
+    """'FILE line N' of the innermost line of the user's module or package that `error` passed
+    through (an error raised inside a library it called is named where the user's code called
+    it)."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if frame.filename == init or frame.filename.startswith(path + os.sep)]
+    if not frames:
+        return init
+    return f"{frames[-1].filename} line {frames[-1].lineno}"

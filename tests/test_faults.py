@@ -332,6 +332,31 @@ def test_a_usr_dir_with_a_syntax_error_names_its_file_and_line(tmp_path, capsys)
                    "syntax: fix the syntax error there\n")
 
 
+@pytest.mark.parametrize("files, where, message", [
+    ({"usr.py": "import os\nimport t2t_lite_no_such_module\n"}, "usr.py line 2",
+     ("ModuleNotFoundError: No module named 't2t_lite_no_such_module': fix the import there, "
+      "or install the module it names")),
+    ({"usr/__init__.py": "from usr import problems\n",
+      "usr/problems.py": ("SIZES = {}\n\ndef size(name):\n    return SIZES[name]\n\n"
+                          "BIG = size('big')\n")},
+     "usr/problems.py line 4", "KeyError: 'big': fix the error there"),
+])
+def test_a_usr_dir_that_fails_as_it_runs_names_its_file_and_line(files, where, message,
+                                                                  tmp_path, capsys):
+    """Not only a syntax error: any exception the user's module raises while it is imported
+    is one line naming the innermost line of the user's code it passed through."""
+    from t2t_lite.cli import trainer
+
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    usr_dir = tmp_path / next(iter(files)).replace("/__init__.py", "")
+    code, _, err = run_cli(trainer.main, [f"--usr_dir={usr_dir}", "--registry_help"], capsys)
+    assert code == 2
+    assert err == f"t2t-lite: error: --usr_dir {tmp_path / where}: {message}\n"
+    assert "usr" not in sys.modules and "usr.problems" not in sys.modules
+
+
 def test_a_too_small_vocabulary_size_names_the_smallest_that_works(tmp_path):
     from t2t_lite.data.vocabulary import SentencePieceVocabulary
     from t2t_lite.utils.errors import UserError
@@ -343,3 +368,67 @@ def test_a_too_small_vocabulary_size_names_the_smallest_that_works(tmp_path):
     assert SentencePieceVocabulary.train(str(tmp_path / "v"), lines, smallest).size == smallest
     with pytest.raises(UserError, match=f"at least {smallest}"):
         SentencePieceVocabulary.train(str(tmp_path / "v"), lines, smallest - 1)
+
+
+@pytest.mark.parametrize("name, content, reason", [
+    ("hparams.json", '{"d_model": 32,',
+     "not JSON: Expecting property name enclosed in double quotes at line 1 column 16"),
+    ("hparams.json", "[32, 64]", "a list, not an object"),
+    ("problem.json", '{"hparams_set": "transformer_tiny", "data_dir": "/tmp"}',
+     'no "problem" string in it'),
+    ("eval/history.json", '[{"step": 2, "metrics": {"loss": 4.',
+     "not JSON: Expecting ',' delimiter at line 1 column 35"),
+    ("eval/history.json", '[{"step": 2}]',
+     'its entry 1 is not an object with "step" and "metrics"'),
+])
+def test_a_damaged_record_of_the_model_dir_is_one_line(name, content, reason, model_copy,
+                                                       short_reverse_data, capsys):
+    """What the model_dir records (hparams.json, problem.json, eval/history.json) cut short or
+    edited by hand: one line naming the file and how to mend it, before any work; the record
+    is left as it is."""
+    from t2t_lite.cli import decoder, trainer
+
+    path = os.path.join(model_copy, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(content)
+    source = os.path.join(model_copy, "source.txt")
+    write_text_atomically(source, "1 2 3\n")
+    runs = [(trainer.main, train_flags(model_copy, short_reverse_data, 6))]
+    if "history" not in name:  # the decoder does not read the history
+        runs.append((decoder.main, [f"--model_dir={model_copy}", f"--decode_from_file={source}"]))
+    for main, argv in runs:
+        code, out, err = run_cli(main, argv, capsys)
+        assert code == 2 and out == "", err
+        (error,) = error_lines(err)
+        assert error.startswith(f"t2t-lite: error: {path} is damaged ({reason}): restore it "
+                                "from a copy, or "), error
+    with open(path, encoding="utf-8") as f:
+        assert f.read() == content
+    assert tf.train.latest_checkpoint(model_copy) == f"{model_copy}/ckpt-4"
+
+
+@pytest.mark.parametrize("config, problem", [
+    ('{"cluster": {"worker": ["h1:2222"]}, "task": ',
+     "is not JSON (Expecting value: line 1 column 46 (char 45))"),
+    ('["h1:2222", "h2:2222"]',
+     'has no "cluster" object of jobs, e.g. {"worker": ["10.0.0.1:2222", ...]}'),
+    ('{"cluster": {"worker": ["h1"]}, "task": {"type": "worker", "index": 0}}',
+     "job 'worker' lists \"h1\", not host:port"),
+    ('{"cluster": {"worker": ["h1:2222"]}, "task": {"type": "chief", "index": 0}}',
+     'has no "task" of a job in its cluster (worker), e.g. {"type": "worker", "index": 0}'),
+    ('{"cluster": {"worker": ["h1:2222", "h2:2222"]}, "task": {"type": "worker", "index": 2}}',
+     "task index 2 is not in [0, 1]: job 'worker' has 2 addresses"),
+])
+def test_a_malformed_tf_config_is_named(config, problem, tmp_path, capsys, monkeypatch):
+    from t2t_lite.cli import trainer
+
+    monkeypatch.setenv("TF_CONFIG", config)
+    code, _, err = run_cli(trainer.main, [
+        "--problem=test_short_reverse", "--hparams_set=transformer_tiny",
+        f"--model_dir={tmp_path / 'model'}"], capsys)
+    assert code == 2
+    assert err == (f"t2t-lite: error: TF_CONFIG {problem}: set it to this worker's line of "
+                   "`t2t-lite-make-tf-configs --workers=HOST:PORT,...`, or unset it to train "
+                   "on this machine alone\n")
+    assert not (tmp_path / "model").exists()

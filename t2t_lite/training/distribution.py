@@ -2,6 +2,7 @@
 worker this is, and where each worker writes. Only the chief writes into the model_dir."""
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
@@ -22,12 +23,52 @@ def create_strategy(name="auto"):
         else:
             name = "default"
     if name == "multi_worker":
+        if os.environ.get("TF_CONFIG"):
+            check_tf_config(os.environ["TF_CONFIG"])
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "mirrored":
         return tf.distribute.MirroredStrategy()
     if name == "default":
         return tf.distribute.get_strategy()
     raise UserError(f"unknown --strategy '{name}': use auto, default, mirrored or multi_worker")
+
+
+def check_tf_config(text):
+    """Checks the TF_CONFIG `text` that MultiWorkerMirroredStrategy reads (TensorFlow fails on a
+    malformed one with a traceback that never names it, or waits for a worker that is not in
+    its cluster): a UserError naming TF_CONFIG, what is wrong and the fix."""
+
+    def refuse(problem):
+        return UserError(f"TF_CONFIG {problem}: set it to this worker's line of "
+                         "`t2t-lite-make-tf-configs --workers=HOST:PORT,...`, or unset it to "
+                         "train on this machine alone")
+
+    try:
+        config = json.loads(text)
+    except ValueError as error:
+        raise refuse(f"is not JSON ({error})") from None
+    cluster = config.get("cluster") if isinstance(config, dict) else None
+    if not isinstance(cluster, dict) or not cluster:
+        raise refuse('has no "cluster" object of jobs, e.g. {"worker": ["10.0.0.1:2222", ...]}')
+    for job, addresses in cluster.items():
+        if not isinstance(addresses, list) or not addresses:
+            raise refuse(f"job '{job}' is not a list of host:port addresses")
+        for address in addresses:
+            host, _, port = str(address).rpartition(":")
+            if not isinstance(address, str) or not host or not port.isdigit():
+                raise refuse(f"job '{job}' lists {json.dumps(address)}, not host:port")
+    task = config.get("task")
+    if not isinstance(task, dict) or not isinstance(task.get("type"), str) or (
+            task["type"] not in cluster):
+        raise refuse(f'has no "task" of a job in its cluster ({", ".join(cluster)}), e.g. '
+                     '{"type": "worker", "index": 0}')
+    job, index = task["type"], task.get("index")
+    count = len(cluster[job])
+    if isinstance(index, str) and index.isdigit():  # as TensorFlow reads it
+        index = int(index)
+    if type(index) is not int or not 0 <= index < count:
+        raise refuse(f"task index {json.dumps(index)} is not in [0, {count - 1}]: job '{job}' "
+                     f"has {count} address{'es' if count > 1 else ''}")
 
 
 def worker_index(strategy):
