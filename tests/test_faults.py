@@ -370,44 +370,6 @@ def test_a_too_small_vocabulary_size_names_the_smallest_that_works(tmp_path):
         SentencePieceVocabulary.train(str(tmp_path / "v"), lines, smallest - 1)
 
 
-@pytest.mark.parametrize("name, content, reason", [
-    ("hparams.json", '{"d_model": 32,',
-     "not JSON: Expecting property name enclosed in double quotes at line 1 column 16"),
-    ("hparams.json", "[32, 64]", "a list, not an object"),
-    ("problem.json", '{"hparams_set": "transformer_tiny", "data_dir": "/tmp"}',
-     'no "problem" string in it'),
-    ("eval/history.json", '[{"step": 2, "metrics": {"loss": 4.',
-     "not JSON: Expecting ',' delimiter at line 1 column 35"),
-    ("eval/history.json", '[{"step": 2}]',
-     'its entry 1 is not an object with "step" and "metrics"'),
-])
-def test_a_damaged_record_of_the_model_dir_is_one_line(name, content, reason, model_copy,
-                                                       short_reverse_data, capsys):
-    """What the model_dir records (hparams.json, problem.json, eval/history.json) cut short or
-    edited by hand: one line naming the file and how to mend it, before any work; the record
-    is left as it is."""
-    from t2t_lite.cli import decoder, trainer
-
-    path = os.path.join(model_copy, name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(content)
-    source = os.path.join(model_copy, "source.txt")
-    write_text_atomically(source, "1 2 3\n")
-    runs = [(trainer.main, train_flags(model_copy, short_reverse_data, 6))]
-    if "history" not in name:  # the decoder does not read the history
-        runs.append((decoder.main, [f"--model_dir={model_copy}", f"--decode_from_file={source}"]))
-    for main, argv in runs:
-        code, out, err = run_cli(main, argv, capsys)
-        assert code == 2 and out == "", err
-        (error,) = error_lines(err)
-        assert error.startswith(f"t2t-lite: error: {path} is damaged ({reason}): restore it "
-                                "from a copy, or "), error
-    with open(path, encoding="utf-8") as f:
-        assert f.read() == content
-    assert tf.train.latest_checkpoint(model_copy) == f"{model_copy}/ckpt-4"
-
-
 @pytest.mark.parametrize("config, problem", [
     ('{"cluster": {"worker": ["h1:2222"]}, "task": ',
      "is not JSON (Expecting value: line 1 column 46 (char 45))"),
