@@ -1,6 +1,7 @@
-"""What a model_dir records (hparams.json, problem.json, eval/history.json) and when: every value checked as
---hparams are, recorded only once training starts under the model_dir's lock, so that a refused
-or failed run changes nothing; the decoder's search flags checked against the same ranges."""
+"""What a model_dir records (hparams.json, problem.json, eval/history.json) and when: every
+value checked as --hparams are, a damaged record named in one line, recorded only once training
+starts under the model_dir's lock, so that a refused or failed run changes nothing; the
+decoder's search flags checked against the same ranges."""
 
 import json
 import os
