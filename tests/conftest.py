@@ -135,6 +135,15 @@ def model_copy(tiny_model, tmp_path):
 
 
 @pytest.fixture(scope="session")
+def two_cpu_strategy():
+    """One MirroredStrategy over the two logical CPUs for every test that trains with it:
+    TensorFlow gives each new MirroredStrategy the same collective keys, so a second one in the
+    process whose updates all-reduce other tensors (another model, clipping's extra all-reduce)
+    fails with "Shape mismatch in the collective instance"."""
+    return tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+
+
+@pytest.fixture(scope="session")
 def trained_reverse(tmp_path_factory):
     """The demo model in float32; test_training asserts it learned. Reuse it wherever a
     trained model is needed: it is trained once per test run."""

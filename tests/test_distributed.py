@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -194,19 +195,36 @@ def test_a_killed_trainer_resumes_to_the_uninterrupted_result(tmp_path, short_re
 def test_sigterm_saves_at_the_next_update_and_the_run_resumes_exactly(
         tmp_path, short_reverse_data, uninterrupted):
     """Preemption (SIGTERM) between two checkpoints of --save_every loses no update: the
-    trainer saves where it is, says where to resume in one line, and the resumed run ends with
-    the uninterrupted run's weights."""
-    flags = [f"--data_dir={short_reverse_data}"]
+    trainer saves at the update after the signal, not at the next multiple of --save_every,
+    says where to resume in one line, and the resumed run continues from that update to the
+    uninterrupted run's weights. The signal follows the progress line of step 51 (with
+    --log_every=1), so the step saved lies between 51 and the next checkpoint of the grid, 100."""
+    flags = [f"--data_dir={short_reverse_data}", "--save_every=50", "--log_every=1"]
     stopped = str(tmp_path / "stopped")
-    process = start_trainer(stopped, flags, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    time.sleep(0.5)  # between two checkpoints, most likely
-    process.send_signal(signal.SIGTERM)
-    _, stderr = process.communicate(timeout=300)
+    process = subprocess.Popen([sys.executable, *TRAINER, *flags, f"--model_dir={stopped}"],
+                               env=environment(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(300, process.kill)
+    watchdog.start()
+    lines, signalled_after = [], None
+    try:
+        for line in process.stderr:  # as the trainer writes it, so the signal is not late
+            lines.append(line)
+            logged = re.search(r"\bstep (\d+)/150  loss ", line)
+            if signalled_after is None and logged and int(logged[1]) > 50:
+                signalled_after = int(logged[1])
+                process.send_signal(signal.SIGTERM)
+        process.wait()
+    finally:
+        watchdog.cancel()
+    stderr = "".join(lines)
     assert process.returncode == 2, stderr[-3000:]
     last = tf.train.latest_checkpoint(stopped)
     step = int(last.rsplit("-", 1)[1])
-    assert 10 <= step < 150
+    assert signalled_after < step < 100, (signalled_after, step)
+    assert [int(path.rsplit("-", 1)[1]) for path in tf.train.get_checkpoint_state(
+        stopped).all_model_checkpoint_paths] == [50, step]
+    assert not re.search(rf"\bstep {step + 1}/150 ", stderr)  # no update after the save
     assert stderr.splitlines()[-1] == (f"-c: error: stopped by SIGTERM at step {step}; saved "
                                        f"{last}: run the same command to resume")
     assert "Traceback" not in stderr
@@ -215,6 +233,8 @@ def test_sigterm_saves_at_the_next_update_and_the_run_resumes_exactly(
                              env=environment(), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"(step {step})" in resumed.stderr
+    logged = [int(n) for n in re.findall(r"\bstep (\d+)/150  loss ", resumed.stderr)]
+    assert logged == list(range(step + 1, 151))  # every update after the saved one, once
     assert_same_weights(uninterrupted, stopped)
 
 

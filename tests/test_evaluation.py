@@ -65,11 +65,12 @@ def test_the_dev_sample_is_the_whole_set_or_a_sample_like_it_not_the_short_bucke
     assert abs(lengths(sample.sources).mean() - everything.mean()) < 0.5
 
 
-def test_evaluation_decodes_on_every_replica_with_one_traced_search(trained_reverse):
+def test_evaluation_decodes_on_every_replica_with_one_traced_search(trained_reverse,
+                                                                   two_cpu_strategy):
     runner = trained_reverse.runner
     alone = Evaluator(runner.problem, runner.translator(batch_size=8), runner.data_dir,
                       decode_examples=16).decode()
-    trainer = runner.trainer(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+    trainer = runner.trainer(two_cpu_strategy)  # see conftest: one per process
     evaluator = Evaluator(runner.problem, runner.translator(trainer.model, batch_size=8),
                           runner.data_dir, trainer=trainer, decode_examples=16)
     assert evaluator.decode() == alone  # 2 batches of 8: one on each replica

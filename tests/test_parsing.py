@@ -226,7 +226,9 @@ def parser(tmp_path_factory):
 
 def test_a_small_model_learns_the_synthetic_treebank(parser):
     # F1 counts only the sentences EVALB does not leave out as errors: few may be left out.
-    assert parser.metrics["f1"] > 90 and parser.metrics["evalb_errors"] < 0.2
+    # Measured: F1 100 with 7% left out at --random_seed=1 (this fixture), 99.49 with 11% at
+    # seed 2; the bounds leave room for that spread between seeds.
+    assert parser.metrics["f1"] >= 98 and parser.metrics["evalb_errors"] <= 0.15
     assert parser.metrics["repaired"] == 0
     assert parser.runner.problem.metric_names == tuple(
         name for name in parser.metrics if name in parser.runner.problem.metric_names)

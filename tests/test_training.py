@@ -5,8 +5,9 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.config import HParams
+from t2t_lite.models.transformer import create_model
 from t2t_lite.training.loss import batch_statistics, smoothed_cross_entropy
-from t2t_lite.training.optimizer import TransformerSchedule
+from t2t_lite.training.optimizer import TransformerSchedule, create_optimizer
 from t2t_lite.training.trainer import Trainer, TrainingDiverged
 
 VOCAB = 19
@@ -91,20 +92,28 @@ def train_losses(trainer, batches, steps):
             for sums in (trainer.train_step(iterators) for _ in range(steps))]
 
 
-@pytest.mark.parametrize("replicas, accumulate_steps", [(2, 1), (1, 3), (2, 2)])
+# Below the gradients' global norms (2.4 to 3.4 in the first updates, checked below), so that
+# updates are clipped.
+CLIP = 0.5
+
+
+@pytest.mark.parametrize("replicas, accumulate_steps, clip_grad_norm",
+                         [(2, 1, 0.0), (1, 3, 0.0), (2, 2, 0.0), (2, 1, CLIP), (2, 2, CLIP)])
 def test_replicas_and_accumulation_match_one_device_on_the_same_global_batches(
-        replicas, accumulate_steps):
+        replicas, accumulate_steps, clip_grad_norm, two_cpu_strategy):
     """R replicas x K accumulated micro-batches per update give the updates of one device
-    on the R * K micro-batches as one batch: same losses, weights and learning rates."""
+    on the R * K micro-batches as one batch: same losses, weights and learning rates. With
+    clip_grad_norm, the replicas clip by the global norm of the all-reduced gradient, which
+    none of them holds alone (clipping each replica's share by its own norm differs)."""
     updates, per_update = 2, replicas * accumulate_steps
     micro_batches = replica_batches(updates, replicas=per_update)
     global_batches = [
         tuple(np.concatenate(part) for part in zip(*micro_batches[u * per_update:][:per_update]))
         for u in range(updates)]
-    single = Trainer(tiny_hparams(), VOCAB)
-    strategy = (tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]) if replicas == 2
-                else tf.distribute.get_strategy())
-    distributed = Trainer(tiny_hparams(accumulate_steps=accumulate_steps), VOCAB, strategy)
+    single = Trainer(tiny_hparams(clip_grad_norm=clip_grad_norm), VOCAB)
+    strategy = two_cpu_strategy if replicas == 2 else tf.distribute.get_strategy()
+    distributed = Trainer(tiny_hparams(accumulate_steps=accumulate_steps,
+                                       clip_grad_norm=clip_grad_norm), VOCAB, strategy)
     assert distributed.strategy.num_replicas_in_sync == replicas
     distributed.model.set_weights(single.model.get_weights())
 
@@ -118,6 +127,73 @@ def test_replicas_and_accumulation_match_one_device_on_the_same_global_batches(
         np.testing.assert_allclose(a, b, atol=1e-4)
     assert single.step == distributed.step == steps  # the schedule counts updates
     assert single.learning_rate() == distributed.learning_rate()
+
+
+def hand_clipped_updates(model, optimizer, batches, clip):
+    """Applies `optimizer` to `model`'s variables with each batch's gradient of the mean loss
+    over its target tokens, scaled by hand to global norm `clip` where it is larger; returns
+    the norms before clipping."""
+    norms = []
+    for inputs, targets in batches:
+        features = {"inputs": inputs, "targets": targets}
+        with tf.GradientTape() as tape:
+            stats = batch_statistics(model(features, training=True), features, targets,
+                                     tiny_hparams().label_smoothing)
+        gradients = [g / stats["tokens"]
+                     for g in tape.gradient(stats["loss"], model.trainable_variables)]
+        norm = np.sqrt(sum(np.sum(np.square(np.float64(g))) for g in gradients))
+        norms.append(norm)
+        optimizer.apply([g * min(1.0, clip / norm) for g in gradients],
+                        model.trainable_variables)
+    return norms
+
+
+def assert_close_arrays(actual, expected, rtol=1e-4):
+    assert len(actual) == len(expected)
+    for a, b in zip(actual, expected):
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * np.abs(b).max())
+
+
+def test_clipping_applies_the_gradient_clipped_to_its_global_norm_by_hand():
+    """Three updates with clip_grad_norm: the weights and Adam moments of Adam applied to the
+    gradients clipped by hand, not those of the same updates without clipping."""
+    batches = replica_batches(3, replicas=1)
+    clipped = Trainer(tiny_hparams(clip_grad_norm=CLIP), VOCAB)
+    unclipped = Trainer(tiny_hparams(), VOCAB)
+    unclipped.model.set_weights(clipped.model.get_weights())
+    reference = create_model(tiny_hparams(), VOCAB)
+    reference.set_weights(clipped.model.get_weights())
+    optimizer = create_optimizer(tiny_hparams())
+    norms = hand_clipped_updates(reference, optimizer, batches, CLIP)
+    assert min(norms) > 2 * CLIP, norms  # every update clipped, each by another factor
+    train_losses(clipped, batches, 3)
+    train_losses(unclipped, batches, 3)
+    assert clipped.step == 3
+    assert_close_arrays(clipped.model.get_weights(), reference.get_weights())
+    assert_close_arrays([v.numpy() for v in clipped.optimizer.variables],
+                        [v.numpy() for v in optimizer.variables])
+    with pytest.raises(AssertionError):
+        assert_close_arrays([v.numpy() for v in unclipped.optimizer.variables],
+                            [v.numpy() for v in optimizer.variables], rtol=0.1)
+
+
+def test_clipping_under_float16_loss_scaling_clips_the_unscaled_gradient():
+    """The gradients of a loss-scaled step are 2^k times larger: the norm compared with
+    clip_grad_norm is the unscaled one, so Adam's first moment after the first applied update,
+    (1 - beta1) * the gradient, has global norm (1 - beta1) * clip_grad_norm."""
+    trainer = Trainer(tiny_hparams(clip_grad_norm=CLIP, precision="mixed_float16"), VOCAB)
+    iterators = trainer.distribute(
+        lambda context: as_dataset(replica_batches(1, replicas=1)).repeat())
+    for _ in range(20):  # an update that overflows float16 is skipped, with a smaller scale
+        if trainer.step:
+            break
+        trainer.train_step(iterators)
+    assert trainer.step == 1
+    momentums = [v for v in trainer.optimizer.inner_optimizer.variables
+                 if v.path.endswith("_momentum")]
+    assert float(tf.linalg.global_norm(momentums)) == pytest.approx(
+        (1 - tiny_hparams().adam_beta1) * CLIP, rel=1e-3)
+    assert float(trainer.optimizer.scale_loss(1.0)) > 1  # it was loss-scaled
 
 
 def test_xla_compiled_training_matches_graph_training():
@@ -155,8 +231,6 @@ def test_the_demo_task_is_learned(trained_reverse):
 def test_mixed_precision_keeps_sensitive_parts_in_float32(precision):
     """Variables, softmax logits, layer norms and positions stay float32; the outputs equal the
     float32 model's with the same weights to half precision's accuracy."""
-    from t2t_lite.models.transformer import create_model
-
     hparams = tiny_hparams()
     exact = create_model(hparams, VOCAB)
     mixed = create_model(hparams.replace(precision=precision), VOCAB)
