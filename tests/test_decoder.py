@@ -124,14 +124,57 @@ def test_decoder_mistakes_are_one_line_errors(trained_reverse, tmp_path, capsys,
     assert not (tmp_path / "out.txt").exists()
 
 
+@pytest.mark.parametrize("output, message", [
+    ("DIR", "--decode_to_file DIR is a directory: pass the path of a file"),
+    ("FILE/out.txt", ("--decode_to_file FILE/out.txt cannot be written: FILE is a file, not a "
+                      "directory: pass a path you can write to")),
+    ("FILE/sub/out.txt", ("--decode_to_file FILE/sub/out.txt cannot be written: its directory "
+                          "cannot be created (Not a directory): pass a path you can write to")),
+    ("/proc/t2t_lite_out.txt", ("--decode_to_file /proc/t2t_lite_out.txt cannot be written (No "
+                                "such file or directory): pass a path in a directory you can "
+                                "write to")),
+])
+def test_the_output_file_is_checked_before_the_model_is_loaded(output, message, trained_reverse,
+                                                               tmp_path, capsys):
+    """It was written only after translating everything, and the error named a temporary
+    .tmp-XXXX file beside it."""
+    (tmp_path / "DIR").mkdir()
+    source = write_lines(tmp_path / "FILE", ["1 2 3"])
+    replace = {"DIR": str(tmp_path / "DIR"), "FILE": source}
+    output, message = (re.sub("DIR|FILE", lambda m: replace[m.group(0)], text)
+                       for text in (output, message))
+    code, out, err = run_decoder([f"--model_dir={trained_reverse.model_dir}",
+                                  f"--decode_from_file={source}", f"--decode_to_file={output}"],
+                                 capsys)
+    assert code == 2 and out == "" and error_lines(err) == [f"t2t-lite: error: {message}"], err
+    assert "restored" not in err and "translated" not in err
+    assert sorted(os.listdir(tmp_path)) == ["DIR", "FILE"] and not os.listdir(tmp_path / "DIR")
+
+
+def test_a_byte_order_mark_opening_the_input_file_is_dropped(trained_reverse, translator,
+                                                            tmp_path, capsys):
+    """A file saved by Notepad starts with U+FEFF; it was refused as "'\ufeff1' is not a
+    symbol", invisibly. The own-files reader of datagen already dropped it."""
+    source = tmp_path / "bom.txt"
+    source.write_bytes("\ufeff1 2 3\n6 2\n".encode("utf-8"))
+    output = tmp_path / "out.txt"
+    code, _, err = run_decoder([f"--model_dir={trained_reverse.model_dir}",
+                                f"--decode_from_file={source}", f"--decode_to_file={output}"],
+                               capsys)
+    assert code == 0, err
+    expected = [t.text for t in translator.translate(["1 2 3", "6 2"])]
+    assert output.read_text(encoding="utf-8").splitlines() == expected
+
+
 def test_a_piped_decoder_writes_one_line_per_input_line(trained_reverse, translator):
     """Logs go to stderr, and a line that cannot be translated gives an empty line, so that
-    `decoder < in > out` keeps out aligned with in."""
+    `decoder < in > out` keeps out aligned with in. A byte order mark opening stdin is no
+    part of line 1."""
     result = subprocess.run(
         [sys.executable, "-c", "from t2t_lite.cli.decoder import run; run()",
          f"--model_dir={trained_reverse.model_dir}",
          f"--usr_dir={os.path.join(os.path.dirname(__file__), 'usr_problems.py')}"],
-        input=b"1 2 3\n4 \xff 5\n7 x\n6 2\n", capture_output=True, timeout=300)
+        input=b"\xef\xbb\xbf1 2 3\n4 \xff 5\n7 x\n6 2\n", capture_output=True, timeout=300)
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     expected = [t.text for t in translator.translate(["1 2 3", "", "", "6 2"])]
     assert result.stdout.decode().split("\n") == expected + [""]

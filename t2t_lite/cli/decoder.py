@@ -64,12 +64,15 @@ def main(argv):
     """Returns the metrics of --split, or the score line against --decode_reference."""
     from t2t_lite.decoding.decode import decode_file, read_sources_and_references, translate_stream
     from t2t_lite.evaluation.evaluator import score_split
+    from t2t_lite.utils.files import check_writable_file
 
     args = parse_args(argv)
     runner = flags.runner_from_flags(args)
     if args.decode_from_file:  # read before loading the model, so that mistakes show at once
         sources, references = read_sources_and_references(runner.problem, args.decode_from_file,
                                                           args.decode_reference)
+    if args.decode_to_file:  # the same: written only at the end
+        check_writable_file(args.decode_to_file, "decode_to_file")
     if args.attention_dir:
         from t2t_lite.decoding.attention_plot import require_matplotlib
 

@@ -12,10 +12,10 @@ The directory holds model.bin, config.json, shared_vocabulary.json (the token of
 token <-> id is the identity) and, for a SentencePiece vocabulary, sentencepiece.model.
 """
 
+import contextlib
 import logging
 import os
 import shutil
-import tempfile
 
 import numpy as np
 
@@ -23,7 +23,11 @@ from t2t_lite.config import EOS_ID, PAD_ID, UNK_ID
 from t2t_lite.decoding.ctranslate2_translator import check_quantization, import_ctranslate2
 from t2t_lite.export.versions import new_version
 from t2t_lite.utils.errors import UserError
-from t2t_lite.utils.files import write_bytes_atomically
+from t2t_lite.utils.files import (
+    locked_temporary_directory,
+    remove_stale_temporaries,
+    write_bytes_atomically,
+)
 
 logger = logging.getLogger("t2t_lite")
 
@@ -146,21 +150,22 @@ def cached_conversion(model_dir, checkpoint, load_model, vocabulary):
         logger.info("using the CTranslate2 conversion %s", path)
         return path
     model = load_model()
-    try:
-        os.makedirs(cache_dir, exist_ok=True)
-        temporary = tempfile.mkdtemp(dir=cache_dir, prefix=".tmp-")
-    except OSError as error:
-        raise UserError(f"cannot keep the CTranslate2 conversion in {cache_dir}: "
-                        f"{error.strerror}; make it writable, or export with t2t-lite-exporter "
-                        "--format=ctranslate2 and load that") from None
-    try:
-        save(model, vocabulary, os.path.join(temporary, "model"))
-        os.replace(os.path.join(temporary, "model"), path)
-    except OSError:
-        if not os.path.isfile(os.path.join(path, "model.bin")):  # another decoder's is as good
-            raise
-    finally:
-        shutil.rmtree(temporary, ignore_errors=True)
+    with contextlib.ExitStack() as stack:
+        try:
+            os.makedirs(cache_dir, exist_ok=True)
+            # Those of decoders killed while converting; never a running one's.
+            remove_stale_temporaries(cache_dir, ".tmp-")
+            temporary = stack.enter_context(locked_temporary_directory(cache_dir, ".tmp-"))
+        except OSError as error:
+            raise UserError(f"cannot keep the CTranslate2 conversion in {cache_dir}: "
+                            f"{error.strerror}; make it writable, or export with "
+                            "t2t-lite-exporter --format=ctranslate2 and load that") from None
+        try:
+            save(model, vocabulary, os.path.join(temporary, "model"))
+            os.replace(os.path.join(temporary, "model"), path)
+        except OSError:
+            if not os.path.isfile(os.path.join(path, "model.bin")):  # another decoder's is as good
+                raise
     for name in os.listdir(cache_dir):
         if name != key and not name.startswith("."):
             shutil.rmtree(os.path.join(cache_dir, name), ignore_errors=True)

@@ -3,8 +3,10 @@
 import contextlib
 import fcntl
 import os
+import shutil
 import socket
 import tempfile
+import time
 
 from t2t_lite.utils.errors import UserError
 
@@ -43,9 +45,77 @@ def temporary_directory(parent, prefix):
     return path
 
 
+# A temporary directory this young without its lock file may be one being created right now.
+_UNLOCKED_GRACE_SECONDS = 60
+_LOCK_NAME = ".lock"
+
+
+@contextlib.contextmanager
+def locked_temporary_directory(parent, prefix):
+    """A temporary directory (see temporary_directory) for the block, removed afterwards. It
+    holds a lock its process keeps until the block ends, so that remove_stale_temporaries
+    tells one a killed process left (the kernel drops a dead process's lock) from one in use."""
+    path = temporary_directory(parent, prefix)
+    try:
+        with exclusive_lock(os.path.join(path, _LOCK_NAME), path):
+            yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_stale_temporaries(parent, prefix):
+    """Removes the directories `prefix`* in parent that a killed process left behind (those
+    of locked_temporary_directory whose lock no process holds); returns their paths."""
+    removed = []
+    for name in os.listdir(parent):
+        path = os.path.join(parent, name)
+        if not name.startswith(prefix) or not os.path.isdir(path):
+            continue
+        try:
+            handle = open(os.path.join(path, _LOCK_NAME), encoding="utf-8")
+        except FileNotFoundError:  # killed before it locked, or being created: wait a while
+            with contextlib.suppress(OSError):
+                if time.time() - os.stat(path).st_mtime > _UNLOCKED_GRACE_SECONDS:
+                    shutil.rmtree(path, ignore_errors=True)
+                    removed.append(path)
+            continue
+        with handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # a running process writes there
+                continue
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def check_writable_file(path, flag):
+    """Checks, before any work, that --flag's file can be written where it is meant to be (its
+    directory is created if missing); the OS's refusal is a UserError naming flag and path."""
+    if os.path.isdir(path):
+        raise UserError(f"--{flag} {path} is a directory: pass the path of a file")
+    directory = os.path.dirname(absolute(path))
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except FileExistsError:
+        raise UserError(f"--{flag} {path} cannot be written: {directory} is a file, not a "
+                        "directory: pass a path you can write to") from None
+    except OSError as error:
+        raise UserError(f"--{flag} {path} cannot be written: its directory cannot be created "
+                        f"({error.strerror}): pass a path you can write to") from None
+    try:
+        handle, probe = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+        os.close(handle)
+        os.remove(probe)
+    except OSError as error:
+        raise UserError(f"--{flag} {path} cannot be written ({error.strerror}): pass a path "
+                        "in a directory you can write to") from None
+
+
 def write_bytes_atomically(path, data):
     """Writes to a temporary file beside `path`, then renames it over `path`; the file gets
-    the permissions of open() (the umask's), not mkstemp's 0600."""
+    the permissions of open() (the umask's), not mkstemp's 0600. An OS error names `path`
+    (a full disk's ENOSPC names no file, and the temporary's name would mean nothing)."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-")
@@ -54,8 +124,10 @@ def write_bytes_atomically(path, data):
         with os.fdopen(handle, "wb") as f:
             f.write(data)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         os.remove(temporary)
+        if isinstance(error, OSError) and error.errno is not None:
+            raise type(error)(error.errno, error.strerror, os.fspath(path)) from None
         raise
 
 
