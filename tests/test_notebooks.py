@@ -65,19 +65,78 @@ def write_toy_corpus(directory):
             (directory / f"{split}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def check_quickstart(working_dir):
+def printed(notebook, containing):
+    """What the code cell whose source contains `containing` printed on stdout (where
+    `!command` puts the command's stdout and stderr alike)."""
+    (cell,) = [cell for cell in notebook.cells
+               if cell.cell_type == "code" and containing in cell.source]
+    return "".join(output.get("text", "") for output in cell.outputs
+                   if output.output_type == "stream" and output.get("name") == "stdout")
+
+
+def decoder_lines(model_dir, sources, working_dir, *flags):
+    """t2t-lite-decoder's translations of `sources`, run here as a user would."""
+    from t2t_lite import cli
+    from t2t_lite.cli import decoder
+
+    source_file, output_file = working_dir / "check.src", working_dir / "check.hyp"
+    source_file.write_text("".join(f"{line}\n" for line in sources), encoding="utf-8")
+    cli.run(decoder.main, [f"--model_dir={model_dir}", f"--decode_from_file={source_file}",
+                           f"--decode_to_file={output_file}", *flags])
+    return output_file.read_text(encoding="utf-8").splitlines()
+
+
+def check_quickstart(working_dir, notebook):
+    """The translations the notebook prints (from its Translator, then from the SavedModel)
+    are the decoder's, with the Translator's scores."""
+    from t2t_lite.runner import Runner
+
     model_dir = working_dir / "t2t_demo"
     latest = (model_dir / "checkpoint").read_text().splitlines()[0]
     assert latest == 'model_checkpoint_path: "ckpt-40"'  # TRAIN_STEPS was overridden
     assert len([path for path in (model_dir / "export").iterdir() if path.name.isdigit()]) == 1
+    sentences = ["1 2 3", "4 5 6 7 8", "9 0 9 0 1 1 2", "3 1 4 1 5 9 2 6 5 3"]
+    texts = decoder_lines(model_dir, sentences, working_dir, "--beam_size=4")
+    scores = [t.score for t in Runner.from_model_dir(str(model_dir)).translator(
+        beam_size=4).translate(sentences)]
+    expected = "".join(f"{sentence:>20}  ->  {text:<20}  score {score:7.3f}\n"
+                       for sentence, text, score in zip(sentences, texts, scores))
+    assert printed(notebook, "translator.translate(sentences)") == expected
+    served = printed(notebook, 'signatures["serving_default"]').splitlines()
+    assert [line.split("  ->  ")[1].rsplit("  score", 1)[0].strip() for line in served] == texts
 
 
-def check_translate_your_corpus(working_dir):
+def check_translate_your_corpus(working_dir, notebook):
+    """Each BLEU the decoder printed is sacreBLEU's, with the signature it printed, on the
+    files written; the hypotheses are the decoder's translations; the exported model prints
+    the averaged model's."""
+    import sacrebleu
+
     averaged = json.loads((working_dir / "multi30k_model_avg" / "info.json").read_text())
     assert [os.path.basename(path) for path in averaged["averaged_checkpoints"]] == [
         "ckpt-20", "ckpt-40", "ckpt-60"]
-    for hypotheses in ("test.hyp.de", "test.avg.hyp.de"):  # a line for every test sentence
-        assert len((working_dir / hypotheses).read_text(encoding="utf-8").splitlines()) == 24
+    sources, references = ((working_dir / "corpus" / f"test.{lang}").read_text(
+        encoding="utf-8").splitlines() for lang in ("en", "de"))
+    for model, hypotheses, cell in (("multi30k_model", "test.hyp.de",
+                                     "--model_dir={MODEL_DIR} --decode_from_file"),
+                                    ("multi30k_model_avg", "test.avg.hyp.de",
+                                     "--model_dir={AVERAGED_DIR} --decode_from_file")):
+        lines = (working_dir / hypotheses).read_text(encoding="utf-8").splitlines()
+        assert lines == decoder_lines(working_dir / model, sources, working_dir)
+        (report,) = [line for line in printed(notebook, cell).splitlines()
+                     if line.startswith("BLEU = ")]
+        score, signature = report.rsplit("  ", 1)
+        tokenizer = re.search(r"\|tok:([^|]+)\|", signature)[1]
+        bleu = sacrebleu.BLEU(tokenize=tokenizer)
+        assert score == str(bleu.corpus_score(lines, [references]))
+        assert signature == str(bleu.get_signature())
+    hypotheses = (working_dir / "test.hyp.de").read_text(encoding="utf-8").splitlines()
+    assert printed(notebook, "print(sacrebleu.corpus_bleu(").splitlines()[0] == str(
+        sacrebleu.corpus_bleu(hypotheses, [references]))
+    served = printed(notebook, 'signatures["serving_default"]').splitlines()[1::2]
+    averaged_lines = (working_dir / "test.avg.hyp.de").read_text(encoding="utf-8").splitlines()
+    assert [line.split("  -> ", 1)[1].rsplit("  (score", 1)[0] for line in served] == (
+        averaged_lines[:3])
 
 
 def embedded_pairs(html_path):
@@ -88,7 +147,7 @@ def embedded_pairs(html_path):
     return json.loads(data)
 
 
-def check_attention(working_dir):
+def check_attention(working_dir, notebook):
     import numpy as np
     from matplotlib.image import imread
 
@@ -128,7 +187,7 @@ def check_attention(working_dir):
             np.testing.assert_allclose(np.sum(pair[kind], axis=-1), 1.0, atol=1e-3)
 
 
-def check_parsing(working_dir):
+def check_parsing(working_dir, notebook):
     """Every output line is a tree over exactly its sentence's words, the EVALB line the decoder
     printed is evalb.evaluate of the written trees, and dev F1 was computed at each evaluation."""
     from t2t_lite.evaluation import evalb
@@ -154,7 +213,7 @@ def check_parsing(working_dir):
 @dataclasses.dataclass
 class NotebookRun:
     overrides: dict  # parameter name -> value, for a run of about a minute
-    check: callable  # check(working_dir): what the run must leave there
+    check: callable  # check(working_dir, notebook): what the run must leave there and print
     prepare: callable = None  # prepare(working_dir): what Colab downloads
 
 
@@ -340,4 +399,4 @@ def test_notebook_runs_top_to_bottom(name, tmp_path, kernel_name):
             assert any("image/png" in output.get("data", {}) for output in cell.outputs)
         if cell.cell_type == "code" and "display(HTML(" in cell.source:  # and every page shown
             assert any("text/html" in output.get("data", {}) for output in cell.outputs)
-    run.check(working_dir)
+    run.check(working_dir, notebook)
