@@ -9,6 +9,7 @@ import pytest
 
 from t2t_lite import cli
 from t2t_lite.cli import exporter
+from t2t_lite.utils.errors import UserError
 
 INPUTS = ["1 2 3", "", "9 8 7 6 5 4 3 2", " ".join(["4"] * 100), "0", "5 5 1"]
 # Items the vocabulary cannot encode, as bytes decoded with surrogateescape (JSON carries them).
@@ -33,7 +34,8 @@ print(json.dumps({
     "outputs": [s.decode("utf-8") for s in strings["outputs"].numpy()],
     "scores": strings["scores"].numpy().tolist(),
     "errors": [s.decode("utf-8") for s in strings["errors"].numpy()],
-    "ids": ids["outputs"].numpy().tolist(), "id_scores": ids["scores"].numpy().tolist()}))
+    "ids": ids["outputs"].numpy().tolist(), "id_scores": ids["scores"].numpy().tolist(),
+    "id_errors": [s.decode("utf-8") for s in ids["errors"].numpy()]}))
 """
 
 
@@ -54,7 +56,17 @@ def test_the_exported_model_translates_exactly_as_in_process(trained_reverse, ex
     ids = np.zeros((len(INPUTS), max(map(len, token_lists))), "int32")
     for row, tokens in zip(ids, token_lists):
         row[: len(tokens)] = tokens
-    bad = [INVALID_UTF8, "1 \N{GRINNING FACE} 2", "3 10", "-1"]
+    # Rows that are not token ids: negative, past the vocabulary (12 ids), EOS, inner padding.
+    # The first two failed the whole batch or translated as if valid.
+    bad_rows = np.zeros((4, ids.shape[1]), "int32")
+    bad_rows[:, :3] = [[3, -1, 4], [3, 12, 4], [3, 4, 1], [3, 0, 4]]
+    ids = np.concatenate([ids, bad_rows])
+    # Refused alike in process and by the export: a 10-digit number, a no-break space.
+    bad = [INVALID_UTF8, "1 \N{GRINNING FACE} 2", "3 10", "-1", "0000000003 1",
+           "1\N{NO-BREAK SPACE}2"]
+    for text in bad[1:]:
+        with pytest.raises(UserError, match="is not a symbol of this problem"):
+            runner.vocabulary.encode(text)
     result = subprocess.run([sys.executable, "-c", LOAD_AND_TRANSLATE, exported,
                              json.dumps(INPUTS + bad), json.dumps(ids.tolist())],
                             capture_output=True, text=True, timeout=300)
@@ -63,7 +75,11 @@ def test_the_exported_model_translates_exactly_as_in_process(trained_reverse, ex
     symbols = "expected integers 0..9 separated by spaces"
     assert_bad_items_rejected_one_by_one(served, len(INPUTS), {
         len(INPUTS): "not valid UTF-8", len(INPUTS) + 1: symbols, len(INPUTS) + 2: symbols,
-        len(INPUTS) + 3: symbols})
+        len(INPUTS) + 3: symbols, len(INPUTS) + 4: symbols, len(INPUTS) + 5: symbols})
+    assert served["id_errors"] == [""] * len(INPUTS) + [
+        "expected token ids 2..11 without EOS, then padding (0)"] * 4
+    assert all(row == [] or not any(row) for row in served["ids"][len(INPUTS):])
+    assert served["id_scores"][len(INPUTS):] == [0.0] * 4
     served = {name: values[: len(INPUTS)] for name, values in served.items()}
 
     assert served["outputs"] == [t.text for t in expected]

@@ -59,6 +59,11 @@ class Vocabulary:
         raise NotImplementedError
 
 
+# What tf.strings.split splits at, and the symbols tf_vocabulary.InGraphSymbols accepts.
+_ASCII_WHITESPACE = re.compile(r"[ \t\n\v\f\r]+")
+_SYMBOL = re.compile(r"[0-9]{1,9}")
+
+
 class SymbolVocabulary(Vocabulary):
     """Space-separated integer symbols 0..n-1, as in tensor2tensor's algorithmic problems.
 
@@ -70,10 +75,12 @@ class SymbolVocabulary(Vocabulary):
         self.size = num_symbols + 2
 
     def encode(self, text):
+        """Refuses what the exported model's InGraphSymbols refuses: tokens are split at ASCII
+        whitespace only (a no-break space is inside a token) and have at most 9 digits."""
         ids = []
-        for token in text.split():
-            if not (token.isascii() and token.isdigit()) or int(token) >= self.num_symbols:
-                raise UserError(f"'{token}' is not a symbol of this problem: expected integers "
+        for token in filter(None, _ASCII_WHITESPACE.split(text)):
+            if not _SYMBOL.fullmatch(token) or int(token) >= self.num_symbols:
+                raise UserError(f"{token!r} is not a symbol of this problem: expected integers "
                                 f"0..{self.num_symbols - 1} separated by spaces")
             ids.append(int(token) + 2)
         return ids

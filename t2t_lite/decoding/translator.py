@@ -58,12 +58,15 @@ class Translator(tf.Module):
         """[str] -> [Translation], in the same order."""
         return self.translate_tokens([self.vocabulary.encode(text) for text in texts])
 
-    def translate_tokens(self, token_lists):
+    def translate_tokens(self, token_lists, progress=None):
         """[[id]] without EOS -> [Translation], in the same order; translated in batches of
-        similar length so that little of the search is spent on padding."""
+        similar length so that little of the search is spent on padding. `progress` (a
+        utils.progress.Progress) counts the lines done."""
         results = [None] * len(token_lists)
         for chunk, ids in self.batches(token_lists):
             self.collect(results, chunk, self.translate_ids(ids))
+            if progress:
+                progress.update(len(chunk))
         return results
 
     def batches(self, token_lists):
@@ -78,12 +81,13 @@ class Translator(tf.Module):
                                     translated["scores"].numpy()):
             results[i] = Translation(self.vocabulary.decode(output), float(score))
 
-    def translate_n_best(self, token_lists, n):
+    def translate_n_best(self, token_lists, n, progress=None):
         """[[id]] without EOS -> [[Translation] * n]: beam search's n best finished hypotheses
         of each input, best first, the first as translate_tokens gives it (an empty input: n
         empty outputs of score 0)."""
         if n == 1:
-            return [[translation] for translation in self.translate_tokens(token_lists)]
+            return [[translation]
+                    for translation in self.translate_tokens(token_lists, progress)]
         if n > self.hparams.beam_size:
             raise UserError(f"--n_best={n} needs --beam_size={n} or more: the beam holds the "
                             "hypotheses")
@@ -96,11 +100,15 @@ class Translator(tf.Module):
         results = [[Translation("", 0.0)] * n for _ in token_lists]
         nonempty = [tokens[: self.max_input_tokens] for tokens in token_lists if tokens]
         indices = [i for i, tokens in enumerate(token_lists) if tokens]
+        if progress:
+            progress.update(len(token_lists) - len(nonempty))
         for chunk in length_batches(nonempty, self.batch_size):
             outputs, scores = self._n_best_search(padded([nonempty[i] for i in chunk], eos=True))
             for i, beams, beam_scores in zip(chunk, outputs.numpy(), scores.numpy()):
                 results[indices[i]] = [Translation(self.vocabulary.decode(ids), float(score))
                                         for ids, score in zip(beams[:n], beam_scores[:n])]
+            if progress:
+                progress.update(len(chunk))
         return results
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
@@ -126,6 +134,21 @@ class Translator(tf.Module):
         kept = tf_strip_mask(outputs)
         longest = tf.reduce_max(tf.reduce_sum(tf.cast(kept, tf.int32), axis=1))
         return {"outputs": tf.where(kept, outputs, PAD_ID)[:, :longest], "scores": scores}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="inputs")])
+    def serve_ids(self, ids):
+        """translate_ids for clients (the SavedModel's `translate_ids`), with "errors":
+        tf.string [batch] as translate_strings has. A row that is not token ids (an id outside
+        the vocabulary, EOS, which the model adds, or padding before the end) is translated as
+        an empty one with its reason, so that it does not fail the rest of the batch."""
+        size = self.vocabulary.size
+        out_of_range = (ids < 0) | (ids >= size) | (ids == EOS_ID)
+        padding_seen = tf.cumsum(tf.cast(ids == PAD_ID, tf.int32), axis=1) > 0
+        bad = tf.reduce_any(out_of_range | (padding_seen & (ids != PAD_ID)), axis=1)
+        errors = tf.where(bad, f"expected token ids 2..{size - 1} without EOS, then padding (0)",
+                          "")
+        translated = self.translate_ids(tf.where(bad[:, None], PAD_ID, ids))
+        return {**translated, "errors": errors}
 
     def _translate(self, tokens):
         """Ragged ids [batch, None] without EOS -> (ids [batch, length], scores [batch])."""

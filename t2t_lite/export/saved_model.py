@@ -4,9 +4,11 @@ Signatures:
   serving_default(inputs: tf.string [batch]) -> {outputs: tf.string [batch],
                                                  scores: float32 [batch],
                                                  errors: tf.string [batch]}
-  translate_ids(inputs: int32 [batch, length]) -> {outputs: int32 [batch, length'], scores}
-An input that cannot be encoded (invalid UTF-8, or not symbols) gets the empty output, score 0
-and its reason in `errors` ("" for the others), so one bad item does not fail a batch.
+  translate_ids(inputs: int32 [batch, length]) -> {outputs: int32 [batch, length'], scores,
+                                                   errors: tf.string [batch]}
+An input that cannot be encoded (invalid UTF-8, or not symbols; for translate_ids an id outside
+the vocabulary, EOS, or padding before the end) gets the empty output, score 0 and its reason
+in `errors` ("" for the others), so one bad item does not fail a batch.
 The second takes and returns token ids without EOS, PAD(0)-padded, for servers without the
 tokenizer's ops (a SentencePiece vocabulary needs `import tensorflow_text` before loading).
 Versions are numbered subdirectories of the export directory, the layout TensorFlow Serving
@@ -25,5 +27,5 @@ def export(translator, export_dir):
     path."""
     return new_version(export_dir, lambda path: tf.saved_model.save(translator, path, signatures={
         "serving_default": translator.translate_strings,
-        "translate_ids": translator.translate_ids,
+        "translate_ids": translator.serve_ids,
     }))
