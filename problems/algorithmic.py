@@ -44,6 +44,9 @@ class AlgorithmicProblem(Problem):
                 produced += 1
                 yield _text(source), _text(self.target(source))
 
+    def expected_pairs(self, split, raw_dir):
+        return self.num_examples[split]
+
     def random_source(self, rng, length):
         return [rng.randrange(self.num_symbols) for _ in range(length)]
 
@@ -75,6 +78,9 @@ class AlgorithmicAddition(AlgorithmicProblem):
 
     num_symbols = 11
     _PLUS = 10
+
+    def expected_pairs(self, split, raw_dir):
+        return self.num_examples[split]
 
     def random_source(self, rng, length):
         digits = [rng.randrange(10) for _ in range(max(2, length))]

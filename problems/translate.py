@@ -109,6 +109,15 @@ class TfdsTranslationProblem(TranslationProblem):
                    example[self.target_language].decode("utf-8"))
 
 
+    def expected_pairs(self, split, raw_dir):
+        """The prepared data set's own count (text_pairs has prepared it by then)."""
+        import tensorflow_datasets as tfds
+
+        splits = tfds.builder(self.tfds_name, data_dir=raw_dir).info.splits
+        name = self._TFDS_SPLITS[split]
+        return splits[name].num_examples if name in splits else None  # mock data has none
+
+
 @register_problem
 class TranslateEndeWmt32k(TfdsTranslationProblem):
     """WMT English -> German as in tensor2tensor and the paper: europarl v7, commoncrawl and

@@ -23,6 +23,7 @@ from t2t_lite.evaluation.metrics import bleu
 from t2t_lite.registry import snake_case
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import exclusive_lock, write_text_atomically
+from t2t_lite.utils.progress import Progress
 
 logger = logging.getLogger("t2t_lite")
 
@@ -51,6 +52,11 @@ class Problem:
     def text_pairs(self, split, raw_dir):
         """Yields (source, target) text pairs of `split`, reading or downloading into raw_dir."""
         raise NotImplementedError
+
+    def expected_pairs(self, split, raw_dir):
+        """How many pairs text_pairs(split, raw_dir) yields, for datagen's ETA, or None if
+        unknown; asked once text_pairs has yielded its first pair (downloads are done)."""
+        return None
 
     def vocabulary(self, data_dir):
         """The Vocabulary this problem's data in data_dir was encoded with."""
@@ -146,9 +152,13 @@ class Problem:
         temporary = [path + ".incomplete" for path in paths]
         lengths = collections.Counter()
         examples = skipped = 0
+        progress = Progress(f"{self.name} {split}: read", "pairs")
         try:
             with pipeline.ShardWriter(temporary) as shards:
                 for pair in self.text_pairs(split, raw_dir):
+                    if progress.done == 0:
+                        progress.total = self.expected_pairs(split, raw_dir)
+                    progress.update(1)
                     if is_empty(pair):
                         skipped += 1
                         continue
@@ -165,6 +175,8 @@ class Problem:
         except BaseException:  # a full disk, a bad line, Ctrl-C: no partial shards stay
             self._remove_incomplete(data_dir, split)
             raise
+        finally:
+            progress.close()
         skipped_note = f"; skipped {skipped:,} pairs with an empty side" if skipped else ""
         logger.info("%s %s: %s examples in %d shards%s", self.name, split, f"{examples:,}",
                     len(paths), skipped_note)

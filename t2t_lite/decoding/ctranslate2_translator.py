@@ -62,16 +62,21 @@ class CTranslate2Translator:
         """[str] -> [Translation], in the same order."""
         return self.translate_tokens([self.vocabulary.encode(text) for text in texts])
 
-    def translate_tokens(self, token_lists):
-        """[[id]] without EOS -> [Translation], in the same order."""
+    def translate_tokens(self, token_lists, progress=None):
+        """[[id]] without EOS -> [Translation], in the same order. `progress` (a
+        utils.progress.Progress) counts the lines done."""
         rows = [list(tokens[: self.max_input_tokens]) for tokens in token_lists]
         results = [Translation("", 0.0)] * len(rows)
         nonempty = [i for i, row in enumerate(rows) if row]
+        if progress:
+            progress.update(len(rows) - len(nonempty))
         for chunk in length_batches([rows[i] for i in nonempty], self.batch_size,
                                     same_length=True):
             batch = [rows[nonempty[i]] for i in chunk]
             for i, result in zip(chunk, self._search(batch, len(batch[0]) + 1)):
                 results[nonempty[i]] = result
+            if progress:
+                progress.update(len(chunk))
         return results
 
     def _search(self, rows, input_length):

@@ -13,6 +13,7 @@ from t2t_lite.data.corpus import decode_line, read_lines, tsv_text
 from t2t_lite.decoding.inputs import encode_lines
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import write_text_atomically
+from t2t_lite.utils.progress import Progress
 
 logger = logging.getLogger("t2t_lite")
 
@@ -40,10 +41,14 @@ def decode_file(translator, problem, sources, source_name, *, output_path=None, 
     token_lists = encode_lines(translator.vocabulary, sources, source_name,
                                translator.max_input_tokens)
     start = time.perf_counter()
-    if n_best:
-        candidates = translator.translate_n_best(token_lists, n_best)
-    else:
-        candidates = [[t] for t in translator.translate_tokens(token_lists)]
+    progress = Progress("translated", "lines", total=len(token_lists))
+    try:
+        if n_best:
+            candidates = translator.translate_n_best(token_lists, n_best, progress)
+        else:
+            candidates = [[t] for t in translator.translate_tokens(token_lists, progress)]
+    finally:
+        progress.close()
     outputs = [[problem.postprocess(source, t.text) for t in translations]
                for source, translations in zip(sources, candidates)]
     elapsed = time.perf_counter() - start

@@ -6,6 +6,7 @@ import logging
 import time
 
 from t2t_lite.training.loss import summarize
+from t2t_lite.utils.progress import duration
 
 logger = logging.getLogger("t2t_lite")
 
@@ -46,8 +47,3 @@ class Progress:
         self.last_step, self.last_time, self.paused_time, self.sums = step, now, 0.0, None
         return metrics
 
-
-def duration(seconds):
-    minutes, seconds = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
