@@ -23,6 +23,11 @@ took a core (TensorFlow's thread pool does not use OpenMP and is unaffected).
 Before/after a change, in one run (t2t_lite only, from each checkout; see checkouts.py):
 
     python benchmarks/training.py --checkouts main=/work/main branch=.
+
+Half precision against float32 (t2t_lite only, graph mode; MFU still reads against float32's
+matmul peak):
+
+    python benchmarks/training.py --shapes small --precisions float32 mixed_float16 mixed_bfloat16
 """
 
 import argparse
@@ -60,6 +65,9 @@ MATMULS = {
 MATMUL_WORKERS = {"tf": "TF matmul", "torch": "torch matmul"}
 FRAMEWORK = {"t2t_lite": "tf", "t2t_lite XLA": "tf", "HF transformers": "torch",
              "TF matmul": "tf", "torch matmul": "torch"}
+# --precisions: t2t_lite's graph training step in half precision, as "t2t_lite PRECISION".
+HALF_PRECISIONS = ("mixed_float16", "mixed_bfloat16")
+FRAMEWORK.update({f"t2t_lite {precision}": "tf" for precision in HALF_PRECISIONS})
 
 
 def forward_flops(shape):
@@ -109,7 +117,7 @@ def random_batch(shape):
             for name, length in (("inputs", SOURCE_LENGTH), ("targets", TARGET_LENGTH))}
 
 
-def t2t_lite_step(shape, batch, jit_compile):
+def t2t_lite_step(shape, batch, jit_compile, precision="float32"):
     """One optimizer update through the real training path: Trainer.distribute + train_step."""
     import tensorflow as tf
 
@@ -117,7 +125,8 @@ def t2t_lite_step(shape, batch, jit_compile):
 
     Trainer = checkouts.imported("Trainer", "t2t_lite.training.trainer", "t2t_lite.training")
 
-    hparams = HParams(dropout=DROPOUT, label_smoothing=LABEL_SMOOTHING, **SHAPES[shape])
+    hparams = HParams(dropout=DROPOUT, label_smoothing=LABEL_SMOOTHING, precision=precision,
+                      **SHAPES[shape])
     trainer = Trainer(hparams, VOCAB[shape], jit_compile=jit_compile)
     iterators = trainer.distribute(
         lambda context: tf.data.Dataset.from_tensors((batch, batch["targets"])).repeat())
@@ -195,7 +204,9 @@ def jobs(kind, shape):
     if kind == "HF transformers":
         step = huggingface_step(shape, batch)
     else:
-        step = t2t_lite_step(shape, batch, jit_compile=kind == "t2t_lite XLA")
+        precision = kind.split()[1] if kind.split()[-1] in HALF_PRECISIONS else "float32"
+        step = t2t_lite_step(shape, batch, jit_compile=kind == "t2t_lite XLA",
+                             precision=precision)
     return {kind: (step, STEPS_PER_ROUND[shape])}
 
 
@@ -310,6 +321,8 @@ def main():
     parser.add_argument("--checkouts", nargs="+", metavar="NAME=PATH",
                         help="time t2t_lite (graph and XLA) from each of these checkouts "
                         "instead of t2t_lite and HF transformers")
+    parser.add_argument("--precisions", nargs="+", choices=("float32", *HALF_PRECISIONS),
+                        help="time only t2t_lite's graph training step, in these precisions")
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "SHAPE"), help=argparse.SUPPRESS)
     parser.add_argument("--label", default="", help=argparse.SUPPRESS)
     parser.add_argument("--checkout", help=argparse.SUPPRESS)
@@ -318,11 +331,15 @@ def main():
         return worker(*args.worker, args.threads, args.label, args.checkout)
     checkout_paths = checkouts.parse(args.checkouts) if args.checkouts else None
     trainers = TRAINERS[:2] if checkout_paths else TRAINERS
+    if args.precisions:
+        trainers = ["t2t_lite" if precision == "float32" else f"t2t_lite {precision}"
+                    for precision in args.precisions]
 
     print(f"batch {BATCH} x {SOURCE_LENGTH} source + {TARGET_LENGTH} target tokens, dropout "
           f"{DROPOUT}, label smoothing {LABEL_SMOOTHING}, {args.threads} threads, median of "
           f"{args.repeats}; load average {os.getloadavg()[0]:.1f}", flush=True)
-    matmul_kinds = ["TF matmul"] if checkout_paths else MATMUL_WORKERS.values()
+    matmul_kinds = (["TF matmul"] if checkout_paths or args.precisions
+                    else MATMUL_WORKERS.values())
     matmul_workers = start_workers(matmul_kinds, "-", args.threads)
     matmul_times, results = {}, {}
     for shape in args.shapes:
