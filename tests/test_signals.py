@@ -44,7 +44,15 @@ def start(script, *flags, **popen):
     code = (f"import sys; sys.argv[0] = 't2t-lite-{script}'; "
             f"from t2t_lite.cli.{script} import run; run()")
     return subprocess.Popen([sys.executable, "-c", code, *flags], stderr=subprocess.PIPE,
-                            env={**environment, **popen.pop("env", {})}, **popen)
+                            env={**environment, **popen.pop("env", {})},
+                            preexec_fn=default_sigint, **popen)
+
+
+def default_sigint():
+    """SIGINT as a terminal's shell leaves it. A suite started in the background by a
+    non-interactive shell (`cmd &`, as CI runners may) runs with SIGINT ignored, every child
+    inherits that, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_until_reading(fifo, process, timeout=300):
