@@ -100,3 +100,17 @@ def test_the_in_graph_tokenizer_survives_resetting_the_seed(vocabulary):
     assert vocabulary.in_graph().encode(np.array(TEXTS)).to_list() == expected
     assert [t.decode() for t in vocabulary.in_graph().decode(
         vocabulary.in_graph().encode(np.array(TEXTS)).to_tensor()).numpy()] == TEXTS
+
+
+@pytest.mark.parametrize("damage", [lambda data: data[: len(data) // 2], lambda data: b"",
+                                    lambda data: b"not a model\n" * 40])
+def test_a_damaged_model_is_one_error_naming_it(vocabulary, tmp_path, damage):
+    """A model cut short, emptied or overwritten: SentencePiece's ParseFromArray traceback
+    (or, for an empty file, a model with no pieces) became a UserError naming the file."""
+    intact = tmp_path / "intact.model"
+    intact.write_bytes(vocabulary.model_proto)
+    assert SentencePieceVocabulary.load(str(intact)).size == vocabulary.size
+    damaged = tmp_path / "damaged.model"
+    damaged.write_bytes(damage(vocabulary.model_proto))
+    with pytest.raises(UserError, match=f"^{damaged} is not a SentencePiece model"):
+        SentencePieceVocabulary.load(str(damaged))

@@ -8,6 +8,7 @@ import tempfile
 
 import numpy as np
 import sentencepiece
+from google.protobuf.message import DecodeError
 from sentencepiece import sentencepiece_model_pb2
 
 from t2t_lite.config import EOS_ID, PAD_ID, UNK_ID
@@ -123,8 +124,18 @@ class SentencePieceVocabulary(Vocabulary):
 
     @classmethod
     def load(cls, path):
+        """The model in `path`; a damaged one (cut short, overwritten) is a UserError naming
+        it, not SentencePiece's ParseFromArray traceback."""
         with open(path, "rb") as f:
-            return cls(f.read())
+            model = f.read()
+        try:
+            vocabulary = cls(model)
+        except (RuntimeError, DecodeError):
+            vocabulary = None
+        if vocabulary is None or vocabulary.size <= UNK_ID:
+            raise UserError(f"{path} is not a SentencePiece model (damaged or cut short): "
+                            "restore it from a copy; the data shards need this very vocabulary")
+        return vocabulary
 
     @classmethod
     def train(cls, path, sentences, size, model_type="bpe"):
