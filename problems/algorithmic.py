@@ -79,9 +79,6 @@ class AlgorithmicAddition(AlgorithmicProblem):
     num_symbols = 11
     _PLUS = 10
 
-    def expected_pairs(self, split, raw_dir):
-        return self.num_examples[split]
-
     def random_source(self, rng, length):
         digits = [rng.randrange(10) for _ in range(max(2, length))]
         first = rng.randint(1, len(digits) - 1)

@@ -108,7 +108,6 @@ class TfdsTranslationProblem(TranslationProblem):
             yield (example[self.source_language].decode("utf-8"),
                    example[self.target_language].decode("utf-8"))
 
-
     def expected_pairs(self, split, raw_dir):
         """The prepared data set's own count (text_pairs has prepared it by then)."""
         import tensorflow_datasets as tfds
