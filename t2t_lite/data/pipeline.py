@@ -27,15 +27,18 @@ def serialize_example(inputs, targets):
 
 class ShardWriter:
     """Writes examples to the TFRecord files `paths`, example i to file i % len(paths); a context
-    manager that closes them."""
+    manager that closes them. `counts[i]`: the examples written to file i."""
 
     def __init__(self, paths):
         self._writers = [tf.io.TFRecordWriter(path) for path in paths]
-        self._count = 0
+        self.counts = [0] * len(paths)
+        self._written = 0
 
     def write(self, inputs, targets):
-        self._writers[self._count % len(self._writers)].write(serialize_example(inputs, targets))
-        self._count += 1
+        shard = self._written % len(self._writers)
+        self._writers[shard].write(serialize_example(inputs, targets))
+        self.counts[shard] += 1
+        self._written += 1
 
     def __enter__(self):
         return self

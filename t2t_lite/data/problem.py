@@ -3,9 +3,10 @@
 datagen writes each split as `{name}-{split}-NNNNN-of-MMMMM` TFRecord shards in data_dir, with a
 `{name}-{split}.stats.json` beside them (example count, pairs skipped for an empty side, and a
 histogram of example lengths, so the input pipeline can report what max_length drops without
-reading the data). Every file is written under a temporary name and renamed when complete, so an
-interrupted datagen never leaves a shard that reads as finished, and a finished split is never
-written again.
+reading the data, and each shard's record: see t2t_lite.data.shard_records). Every file is
+written under a temporary name and renamed when complete, so an interrupted datagen never leaves
+a shard that reads as finished; a finished split is written again only when its shards no
+longer match their records.
 """
 
 import collections
@@ -17,7 +18,7 @@ import os
 import re
 
 from t2t_lite.config import EOS_ID
-from t2t_lite.data import pipeline
+from t2t_lite.data import pipeline, shard_records
 from t2t_lite.data.corpus import is_empty, read_lines
 from t2t_lite.evaluation.metrics import bleu
 from t2t_lite.registry import snake_case
@@ -144,8 +145,45 @@ class Problem:
             self._remove_incomplete(data_dir)
             vocabulary = self.build_vocabulary(data_dir, raw_dir)
             for split in self.splits():
-                if not self.has_data(data_dir, split):
-                    self._write_split(split, data_dir, raw_dir, vocabulary)
+                if self.has_data(data_dir, split) and self._verified(split, data_dir):
+                    continue
+                self._write_split(split, data_dir, raw_dir, vocabulary)
+
+    def _verified(self, split, data_dir):
+        """Whether the finished shards of `split` hold what datagen wrote: by their checksums,
+        or, for shards written before records were kept, by reading them to the end and counting
+        (records are then added). Logs what is damaged otherwise."""
+        paths, stats = self.shard_paths(split, data_dir), self._stats(split, data_dir)
+        records = stats.get("shards")
+        if records:
+            found = shard_records.damage(paths, records, checksums=True)
+        else:
+            counts = shard_records.count_records(paths)
+            found = [f"{path} does not read to its end" for path, count in zip(paths, counts)
+                     if count is None]
+            if not found and "examples" in stats and sum(counts) != stats["examples"]:
+                found = [f"the {split} shards hold {sum(counts):,} examples, but datagen wrote "
+                         f"{stats['examples']:,}"]
+            if not found and stats:
+                stats["shards"] = {os.path.basename(path): shard_records.describe(path, count)
+                                   for path, count in zip(paths, counts)}
+                self._write_stats(split, data_dir, stats)
+        for damage in found:
+            logger.warning("%s: writing the %s split of %s again", damage, split, self.name)
+        return not found
+
+    def _stats(self, split, data_dir):
+        """The split's stats.json as a dict; {} when it is missing or damaged (nothing relies on
+        it being there: datagen writes it again with the split)."""
+        try:
+            with open(self.stats_path(split, data_dir), encoding="utf-8") as f:
+                stats = json.load(f)
+        except (FileNotFoundError, ValueError):
+            return {}
+        return stats if isinstance(stats, dict) else {}
+
+    def _write_stats(self, split, data_dir, stats):
+        write_text_atomically(self.stats_path(split, data_dir), json.dumps(stats, indent=1) + "\n")
 
     def _write_split(self, split, data_dir, raw_dir, vocabulary):
         paths = self.shard_paths(split, data_dir)
@@ -167,9 +205,11 @@ class Problem:
                     shards.write(inputs, targets)
                     lengths[max(len(inputs), len(targets))] += 1
                     examples += 1
-            write_text_atomically(self.stats_path(split, data_dir), json.dumps(
-                {"examples": examples, "skipped_empty": skipped,
-                 "lengths": {str(n): lengths[n] for n in sorted(lengths)}}, indent=1) + "\n")
+            self._write_stats(split, data_dir, {
+                "examples": examples, "skipped_empty": skipped,
+                "lengths": {str(n): lengths[n] for n in sorted(lengths)},
+                "shards": {os.path.basename(final): shard_records.describe(path, count)
+                           for path, final, count in zip(temporary, paths, shards.counts)}})
             for path, final in zip(temporary, paths):
                 os.replace(path, final)
         except BaseException:  # a full disk, a bad line, Ctrl-C: no partial shards stay
@@ -209,20 +249,24 @@ class Problem:
         if split not in self.num_shards:
             raise UserError(f"problem {self.name} has no {split} split, only "
                             f"{', '.join(self.splits())}")
+        datagen = f"`t2t-lite-datagen --problem={self.name} --data_dir={data_dir}`"
         if not self.has_data(data_dir, split):
             others = sorted(set(problems_with_data(data_dir)) - {self.name})
             holds = f" (it holds {', '.join(others)})" if others else ""
-            raise UserError(
-                f"no {split} data for problem {self.name} in {data_dir}{holds}: run "
-                f"`t2t-lite-datagen --problem={self.name} --data_dir={data_dir}` "
-                "or pass --generate_data to the trainer")
+            raise UserError(f"no {split} data for problem {self.name} in {data_dir}{holds}: run "
+                            f"{datagen} or pass --generate_data to the trainer")
+        found = shard_records.damage(self.shard_paths(split, data_dir),
+                                     self._stats(split, data_dir).get("shards", {}),
+                                     checksums=False)
+        if found:
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            raise UserError(f"{found[0]}{more}: the {split} data is damaged; run {datagen} "
+                            "to write it again")
 
     def _report_length_filter(self, data_dir, max_length):
         """Logs how many training examples max_length drops; refuses to drop them all."""
-        try:
-            with open(self.stats_path("train", data_dir), encoding="utf-8") as f:
-                lengths = json.load(f)["lengths"]
-        except FileNotFoundError:  # written by a datagen that kept no statistics
+        lengths = self._stats("train", data_dir).get("lengths")
+        if not lengths:  # written by a datagen that kept no statistics
             return
         total = sum(lengths.values())
         dropped = sum(count for length, count in lengths.items() if int(length) > max_length)

@@ -1,0 +1,131 @@
+"""Damaged data shards: training and decoding refuse them in one line naming the shard and the
+command that mends it, and datagen finds them (by size, checksum, or for shards written before
+records were kept by reading them) and writes the split again, byte for byte as before."""
+
+import glob
+import json
+import os
+import shutil
+
+import pytest
+from cli_output import error_lines, run_cli
+from tiny_model_dir import train_flags
+
+TRAIN = "test_short_reverse-train-00000-of-00002"
+DEV = "test_short_reverse-dev-00000-of-00001"
+
+
+@pytest.fixture
+def data_copy(short_reverse_data, tmp_path):
+    path = str(tmp_path / "data")
+    shutil.copytree(short_reverse_data, path)
+    return path
+
+
+def contents(data_dir):
+    """{file name: bytes} of the shards and statistics in data_dir."""
+    return {os.path.basename(path): open(path, "rb").read()
+            for path in glob.glob(f"{data_dir}/test_short_reverse-*")}
+
+
+def datagen(data_dir, capsys):
+    from t2t_lite.cli import datagen as datagen_cli
+
+    return run_cli(datagen_cli.main, ["--problem=test_short_reverse", f"--data_dir={data_dir}"],
+                   capsys)
+
+
+def test_datagen_records_every_shard(short_reverse_data):
+    """Examples, bytes and SHA-256 of each shard, as they are on disk."""
+    from t2t_lite.data.shard_records import count_records, sha256
+
+    for split, shards in (("train", 2), ("dev", 1), ("test", 1)):
+        with open(f"{short_reverse_data}/test_short_reverse-{split}.stats.json") as f:
+            stats = json.load(f)
+        paths = sorted(glob.glob(f"{short_reverse_data}/test_short_reverse-{split}-*-of-*"))
+        assert len(paths) == shards
+        assert stats["shards"] == {
+            os.path.basename(path): {"examples": count, "bytes": os.path.getsize(path),
+                                     "sha256": sha256(path)}
+            for path, count in zip(paths, count_records(paths))}
+        assert sum(r["examples"] for r in stats["shards"].values()) == stats["examples"]
+
+
+def test_a_cut_shard_is_refused_and_datagen_writes_it_again(data_copy, tmp_path, capsys):
+    from t2t_lite.cli import trainer
+
+    original = contents(data_copy)
+    with open(f"{data_copy}/{TRAIN}", "r+b") as f:
+        f.truncate(1000)
+    model_dir = str(tmp_path / "model")
+    code, _, err = run_cli(trainer.main, train_flags(
+        model_dir, data_copy, 2, "--problem=test_short_reverse",
+        "--hparams_set=transformer_tiny"), capsys)
+    (line,) = error_lines(err)
+    assert code == 2 and f"{data_copy}/{TRAIN} is 1,000 bytes, but datagen wrote " in line
+    assert ("the train data is damaged; run `t2t-lite-datagen --problem=test_short_reverse "
+            f"--data_dir={data_copy}` to write it again") in line
+    assert not glob.glob(f"{model_dir}/ckpt-*")
+
+    code, _, err = datagen(data_copy, capsys)
+    assert code == 0, err
+    assert (f"{data_copy}/{TRAIN} is 1,000 bytes, but datagen wrote "
+            f"{len(original[TRAIN]):,}: writing the train split of test_short_reverse again"
+            ) in err
+    assert "test_short_reverse is ready" in err and "dev split" not in err
+    assert contents(data_copy) == original
+
+
+def test_a_changed_shard_is_found_by_its_checksum(data_copy, capsys):
+    """Same size, one byte changed: the size check of other commands cannot see it, datagen's
+    checksum does."""
+    original = contents(data_copy)
+    with open(f"{data_copy}/{DEV}", "r+b") as f:
+        f.seek(100)
+        byte = f.read(1)
+        f.seek(100)
+        f.write(bytes([byte[0] ^ 1]))
+    code, _, err = datagen(data_copy, capsys)
+    assert code == 0, err
+    assert (f"{data_copy}/{DEV} changed since datagen wrote it (its SHA-256 differs): writing "
+            "the dev split of test_short_reverse again") in err
+    assert contents(data_copy) == original
+
+
+def test_decoding_a_cut_split_is_one_line(model_copy, data_copy, capsys):
+    """--split=dev on a cut dev shard: TensorFlow's DataLossError traceback before."""
+    from t2t_lite.cli import decoder
+
+    with open(f"{data_copy}/{DEV}", "r+b") as f:
+        f.truncate(os.path.getsize(f"{data_copy}/{DEV}") - 7)
+    code, out, err = run_cli(decoder.main, [f"--model_dir={model_copy}",
+                                            f"--data_dir={data_copy}", "--split=dev"], capsys)
+    (line,) = error_lines(err)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert f"{data_copy}/{DEV} is " in line and "the dev data is damaged" in line
+
+
+def test_shards_written_before_records_are_read_through_and_recorded(data_copy, capsys):
+    """A data_dir from before the records: datagen reads each shard to its end, writes a cut
+    split again, and records the intact ones as a new datagen would."""
+    original = contents(data_copy)
+    for split in ("train", "dev", "test"):
+        path = f"{data_copy}/test_short_reverse-{split}.stats.json"
+        with open(path) as f:
+            stats = json.load(f)
+        del stats["shards"]
+        with open(path, "w") as f:
+            json.dump(stats, f)
+    with open(f"{data_copy}/{TRAIN}", "r+b") as f:
+        f.truncate(5000)
+    code, _, err = datagen(data_copy, capsys)
+    assert code == 0, err
+    assert (f"{data_copy}/{TRAIN} does not read to its end: writing the train split of "
+            "test_short_reverse again") in err
+    assert "dev split" not in err and "test split" not in err
+    now = contents(data_copy)
+    assert {name: data for name, data in now.items() if "stats" not in name} == {
+        name: data for name, data in original.items() if "stats" not in name}
+    for name in original:
+        if name.endswith("stats.json"):
+            assert json.loads(now[name]) == json.loads(original[name]), name
