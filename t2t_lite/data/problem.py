@@ -23,7 +23,7 @@ from t2t_lite.data.corpus import is_empty, read_lines
 from t2t_lite.evaluation.metrics import bleu
 from t2t_lite.registry import snake_case
 from t2t_lite.utils.errors import UserError
-from t2t_lite.utils.files import exclusive_lock, write_text_atomically
+from t2t_lite.utils.files import exclusive_lock, write_failure, write_text_atomically
 from t2t_lite.utils.progress import Progress
 
 logger = logging.getLogger("t2t_lite")
@@ -212,8 +212,12 @@ class Problem:
                            for path, final, count in zip(temporary, paths, shards.counts)}})
             for path, final in zip(temporary, paths):
                 os.replace(path, final)
-        except BaseException:  # a full disk, a bad line, Ctrl-C: no partial shards stay
+        except BaseException as error:  # a full disk, a bad line, Ctrl-C: no partial shards stay
             self._remove_incomplete(data_dir, split)
+            refused = isinstance(error, Exception) and write_failure(
+                error, f"write the {split} data of {self.name}", data_dir)
+            if refused:
+                raise UserError(refused) from None
             raise
         finally:
             progress.close()

@@ -27,6 +27,7 @@ from t2t_lite.utils.files import (
     locked_temporary_directory,
     remove_stale_temporaries,
     write_bytes_atomically,
+    write_failure,
 )
 
 logger = logging.getLogger("t2t_lite")
@@ -163,8 +164,11 @@ def cached_conversion(model_dir, checkpoint, load_model, vocabulary):
         try:
             save(model, vocabulary, os.path.join(temporary, "model"))
             os.replace(os.path.join(temporary, "model"), path)
-        except OSError:
+        except OSError as error:
             if not os.path.isfile(os.path.join(path, "model.bin")):  # another decoder's is as good
+                refused = write_failure(error, "keep the CTranslate2 conversion", cache_dir)
+                if refused:
+                    raise UserError(refused) from None
                 raise
     for name in os.listdir(cache_dir):
         if name != key and not name.startswith("."):

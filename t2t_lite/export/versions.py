@@ -5,10 +5,12 @@ import logging
 import os
 import time
 
+from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import (
     locked_temporary_directory,
     make_directory,
     remove_stale_temporaries,
+    write_failure,
 )
 
 logger = logging.getLogger("t2t_lite")
@@ -30,6 +32,12 @@ def new_version(export_dir, write):
     version = max([int(time.time())] + [v + 1 for v in versions])
     path = os.path.join(export_dir, str(version))
     with locked_temporary_directory(export_dir, TEMPORARY_PREFIX) as temporary:
-        write(os.path.join(temporary, "model"))
+        try:
+            write(os.path.join(temporary, "model"))
+        except Exception as error:  # a full disk: TensorFlow's error, without the path's owner
+            refused = write_failure(error, "export", export_dir)
+            if refused:
+                raise UserError(refused) from None
+            raise
         os.replace(os.path.join(temporary, "model"), path)
     return path

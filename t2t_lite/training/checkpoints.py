@@ -6,12 +6,10 @@ that every command takes it as `--model_dir`; it is built under a temporary name
 when complete.
 """
 
-import errno
 import glob
 import json
 import logging
 import os
-import re
 import shutil
 import tempfile
 
@@ -22,8 +20,10 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 from t2t_lite.model_dir import CHECKPOINT_LIST, ModelDir
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import (
+    error_cause,
     make_directory,
     temporary_directory,
+    write_failure,
     write_text_atomically,
 )
 
@@ -201,42 +201,13 @@ def save(manager, step, size):
         raise UserError(save_failure(error, step, manager.directory, size)) from None
 
 
-# The causes of a failed write, as strerror names them: TensorFlow's errors carry only the text.
-NO_SPACE = tuple(os.strerror(code) for code in (errno.ENOSPC, errno.EDQUOT))
-NO_PERMISSION = tuple(os.strerror(code) for code in (errno.EACCES, errno.EPERM, errno.EROFS))
-
-
 def save_failure(error, step, directory, size):
     """The one-line message of a checkpoint save that failed with `error` (an OSError or a
     TensorFlow OpError) in `directory`, with the fix for its cause."""
-    cause = _cause(error)
-    where = f"cannot save the checkpoint of step {step} in {directory} ({cause})"
-    try:
-        free = shutil.disk_usage(directory).free
-    except OSError:
-        free = None
-    if cause.endswith(NO_SPACE) or (free is not None and free < size):
-        return (f"{where}: it needs {size / 2**20:,.1f} MiB free there; free some space and "
-                "run the same command again")
-    if cause.endswith(os.strerror(errno.EFBIG)):
-        return (f"{where}: it writes files of about {size / 2**20:,.1f} MiB, over a file-size "
-                "limit there (`ulimit -f`, or the file system's); raise it and run the same "
-                "command again")
-    if cause.endswith(NO_PERMISSION) or isinstance(error, tf.errors.PermissionDeniedError):
-        return f"{where}: make it writable and run the same command again"
-    return f"{where}: fix that and run the same command again"
-
-
-def _cause(error):
-    """The first line of the error's text, without TensorFlow's op names around it:
-    "{{function_node ...}} PATH; File too large [Op:SaveV2]" -> "PATH; File too large"."""
-    if isinstance(error, OSError) and error.strerror:
-        text = f"{error.filename}: {error.strerror}" if error.filename else error.strerror
-    else:
-        text = str(getattr(error, "message", None) or error)
-    text = text.strip().splitlines()[0] if text.strip() else type(error).__name__
-    text = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", text)
-    return re.sub(r"\s*\[Op:\w+\]$", "", text)
+    what = f"save the checkpoint of step {step}"
+    return (write_failure(error, what, directory, size)
+            or f"cannot {what} in {directory} ({error_cause(error)}): fix that and run the same "
+            "command again")
 
 
 def remove_partial_saves(directory):

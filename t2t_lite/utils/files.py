@@ -1,14 +1,59 @@
 """File writes that an interruption cannot leave half-done, and a lock against a second writer."""
 
 import contextlib
+import errno
 import fcntl
 import os
+import re
 import shutil
 import socket
 import tempfile
 import time
 
 from t2t_lite.utils.errors import UserError
+
+
+# The OS's refusals to write, as strerror names them: TensorFlow's errors carry only the text.
+NO_SPACE = tuple(os.strerror(code) for code in (errno.ENOSPC, errno.EDQUOT))
+NO_PERMISSION = tuple(os.strerror(code) for code in (errno.EACCES, errno.EPERM, errno.EROFS))
+TOO_LARGE = os.strerror(errno.EFBIG)
+
+
+def error_cause(error):
+    """The first line of an OSError's or TensorFlow error's text, without TensorFlow's op names
+    around it: "{{function_node ...}} PATH; File too large [Op:SaveV2]" -> "PATH; File too
+    large"."""
+    if isinstance(error, OSError) and error.strerror:
+        text = f"{error.filename}: {error.strerror}" if error.filename else error.strerror
+    else:
+        text = str(getattr(error, "message", None) or error)
+    text = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    text = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", text)
+    return re.sub(r"\s*\[Op:\w+\]$", "", text)
+
+
+def write_failure(error, what, directory, size=None):
+    """The one-line message of `what` (e.g. "export") failing in `directory` with `error`, an
+    OSError or a TensorFlow error, with the fix for its cause; None when the cause is not one of
+    the OS's refusals to write (no space, a file-size limit, no permission). With `size`, the
+    bytes it writes, a disk with less free space counts as full whatever the error says."""
+    cause = error_cause(error)
+    where = f"cannot {what} in {directory} ({cause})"
+    try:
+        free = shutil.disk_usage(directory).free
+    except OSError:
+        free = None
+    if cause.endswith(NO_SPACE) or (size is not None and free is not None and free < size):
+        needs = f"it needs {size / 2**20:,.1f} MiB free there; " if size is not None else ""
+        return f"{where}: {needs}free some space and run the same command again"
+    if cause.endswith(TOO_LARGE):
+        about = f" of about {size / 2**20:,.1f} MiB" if size is not None else ""
+        return (f"{where}: it writes files{about}, over a file-size limit there (`ulimit -f`, "
+                "or the file system's); raise it and run the same command again")
+    # TensorFlow's PermissionDeniedError, named so without importing TensorFlow here.
+    if cause.endswith(NO_PERMISSION) or type(error).__name__ == "PermissionDeniedError":
+        return f"{where}: make it writable and run the same command again"
+    return None
 
 
 def absolute(path):
