@@ -48,10 +48,18 @@ class ParsingVocabulary(Vocabulary):
 
     @classmethod
     def load(cls, model_path, symbols_path):
-        with open(symbols_path, encoding="utf-8") as f:
-            symbols = json.load(f)
-        with open(model_path, "rb") as f:
-            return cls(f.read(), symbols["tags"], symbols["labels"])
+        """The words' SentencePiece model and the treebank's symbols (a JSON object of "tags"
+        and "labels"); a damaged file is a UserError naming it."""
+        words = SentencePieceVocabulary.load(model_path)
+        try:
+            with open(symbols_path, encoding="utf-8") as f:
+                symbols = json.load(f)
+            tags, labels = symbols["tags"], symbols["labels"]
+        except (ValueError, TypeError, KeyError):
+            raise UserError(f"{symbols_path} is not the symbols file datagen wrote (a JSON "
+                            'object of "tags" and "labels"; damaged?): restore it from a copy, '
+                            "the data shards need these very symbols") from None
+        return cls(words.model_proto, tags, labels)
 
     def encode(self, text):
         return self.words.encode(text)

@@ -9,6 +9,7 @@ run may change and records).
 
 import logging
 import os
+import re
 import time
 
 import keras
@@ -171,13 +172,21 @@ class Runner:
     def restored_model(self, checkpoint_path=None):
         """The model of checkpoint_path (a checkpoint or a directory of them), or of the latest
         checkpoint in model_dir; without its optimizer."""
-        path = resolve_checkpoint(self.model_dir.path, checkpoint_path)
+        return self._restore_model(resolve_checkpoint(self.model_dir.path, checkpoint_path))
+
+    def _restore_model(self, path):
+        """The model of the checkpoint at `path`, an existing checkpoint prefix."""
         model = create_model(self.hparams, self.vocabulary.size)
         try:
             restore_existing(tf.train.Checkpoint(model=model), path)
-        except AssertionError:
+        except (AssertionError, ValueError) as error:  # missing weights, or other shapes
+            shapes = re.search(r"tensor with shape (\([^)]*\)) .* variable with shape "
+                               r"(\([^)]*\))", str(error))
+            cause = (f" (a tensor of shape {shapes[1]} where the model has {shapes[2]})"
+                     if shapes else "")
             raise UserError(f"{path} does not hold the weights of the model in "
-                            f"{self.model_dir}/hparams.json") from None
+                            f"{self.model_dir}/hparams.json{cause}: it is another model's; "
+                            "pass the --model_dir it was trained in") from None
         logger.info("restored %s", path)
         return model
 
@@ -185,7 +194,7 @@ class Runner:
         """What an engine runs: `model`, or the model of checkpoint_path (default: the latest
         checkpoint), restored when first needed."""
         return TrainedModel(self.model_dir, self.problem, self.vocabulary, self.hparams,
-                            self.restored_model, checkpoint_path, model)
+                            self._restore_model, checkpoint_path, model)
 
     def decoding_hparams(self, **decoding):
         """The hparams with the decoding ones changed (beam_size, alpha, extra_length; None keeps

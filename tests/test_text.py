@@ -114,3 +114,23 @@ def test_a_damaged_model_is_one_error_naming_it(vocabulary, tmp_path, damage):
     damaged.write_bytes(damage(vocabulary.model_proto))
     with pytest.raises(UserError, match=f"^{damaged} is not a SentencePiece model"):
         SentencePieceVocabulary.load(str(damaged))
+
+
+@pytest.mark.parametrize("symbols", ['{"tags": ["NN"], "labels"', '["NN", "NP"]',
+                                     '{"tags": ["NN"]}'])
+def test_a_parsing_vocabulary_names_its_damaged_file(vocabulary, tmp_path, symbols):
+    """The treebank's words model (as above) and its symbols file: cut short, another JSON
+    shape, a missing key; before, SentencePiece's or json's traceback, or a KeyError."""
+    from t2t_lite.problems.tree_vocabulary import ParsingVocabulary
+
+    model, symbols_file = tmp_path / "words.model", tmp_path / "symbols.json"
+    model.write_bytes(vocabulary.model_proto)
+    symbols_file.write_text('{"tags": ["NN", "DT"], "labels": ["NP"]}')
+    intact = ParsingVocabulary.load(str(model), str(symbols_file))
+    assert intact.size == vocabulary.size + 2 + 2 * 1
+    symbols_file.write_text(symbols)
+    with pytest.raises(UserError, match=f"^{symbols_file} is not the symbols file datagen "):
+        ParsingVocabulary.load(str(model), str(symbols_file))
+    model.write_bytes(vocabulary.model_proto[:100])
+    with pytest.raises(UserError, match=f"^{model} is not a SentencePiece model"):
+        ParsingVocabulary.load(str(model), str(symbols_file))

@@ -6,6 +6,7 @@ t2t_lite's own search (decoding.Translator) and exports it as a SavedModel; `ctr
 translates with CTranslate2 on a conversion cached in the model_dir and exports that conversion.
 """
 
+import logging
 
 from t2t_lite.decoding.ctranslate2_translator import (
     QUANTIZATIONS,
@@ -14,8 +15,13 @@ from t2t_lite.decoding.ctranslate2_translator import (
     import_ctranslate2,
 )
 from t2t_lite.decoding.translator import Translator
-from t2t_lite.training.checkpoints import resolve_checkpoint
+from t2t_lite.training.checkpoints import CheckpointGone, resolve_checkpoint
 from t2t_lite.utils.errors import UserError
+
+logger = logging.getLogger("t2t_lite")
+# Checkpoints read before giving up when each is removed as it is read: a trainer saving
+# faster than a model restores, which is not a rotation to chase.
+ROTATION_RETRIES = 3
 
 
 class TrainedModel:
@@ -42,9 +48,20 @@ class TrainedModel:
         return self._checkpoint
 
     def model(self):
-        """The Keras model to run, restored once."""
-        if self._model is None:
-            self._model = self._restore(self.checkpoint())
+        """The Keras model to run, restored once. When the latest checkpoint is removed while
+        it is read (a trainer rotating its checkpoints), the newest one then is read instead."""
+        for attempt in range(1, ROTATION_RETRIES + 1):
+            if self._model is not None:
+                break
+            try:
+                self._model = self._restore(self.checkpoint())
+            except CheckpointGone as gone:
+                # The user's choice of checkpoint is not replaced by another.
+                if self._checkpoint_path or attempt == ROTATION_RETRIES:
+                    raise
+                self._checkpoint = None
+                logger.warning("%s was removed while it was read; reading the newest, %s",
+                               gone.path, self.checkpoint())
         return self._model
 
 

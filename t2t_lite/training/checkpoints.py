@@ -140,6 +140,16 @@ class DamagedCheckpoint(UserError):
         super().__init__(f"{self.damage}: {fix}")
 
 
+class CheckpointGone(UserError):
+    """A checkpoint whose files were removed while it was read: the trainer's rotation
+    (--keep_checkpoints) deletes the oldest as it saves a new one."""
+
+    def __init__(self, path):
+        self.path = path
+        super().__init__(f"checkpoint {path} was removed while it was read (a trainer keeping "
+                         "only its newest checkpoints?): run the same command again")
+
+
 def is_intact(path):
     """Whether every tensor of the checkpoint at `path` reads back (but data positions, which
     only tf.data can read)."""
@@ -163,7 +173,11 @@ def restore_existing(checkpoint, path):
         if _names_norms_by_index(reader):
             checkpoint = _with_legacy_norm_names(checkpoint)
         checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
-    except DAMAGE_ERRORS as error:
+    except (*DAMAGE_ERRORS, tf.errors.NotFoundError) as error:
+        if not (os.path.exists(path + ".index") and glob.glob(glob.escape(path) + ".data-*")):
+            raise CheckpointGone(path) from None
+        if isinstance(error, tf.errors.NotFoundError):
+            raise
         raise DamagedCheckpoint(path, error) from None
 
 
