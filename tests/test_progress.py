@@ -1,5 +1,6 @@
 """Progress of long jobs: lines done, rate and ETA on stderr while the decoder translates a file
-and while datagen writes a split; never on stdout."""
+or a split, while datagen writes a split, and while checkpoints are averaged; never on
+stdout."""
 
 import io
 import logging
@@ -77,3 +78,24 @@ def test_datagen_shows_pairs_read_of_the_expected_count(tmp_path, caplog, every_
             rf"algorithmic_reverse {split}: read (\d+)/{total} pairs  [0-9.,]+ pairs/s  ETA ",
             caplog.text)]
         assert counts == list(range(1, total + 1))
+
+
+def test_split_decoding_and_averaging_show_progress(model_copy, tmp_path, capsys, every_update):
+    """--split translates the whole split (500 dev lines of 1-8 symbols here); averaging counts
+    the checkpoints it has read."""
+    from t2t_lite.cli import avg_checkpoints
+
+    code, out, err = run_cli(decoder.main, [
+        f"--model_dir={model_copy}", "--split=dev", "--batch_size=100", "--beam_size=1",
+        "--extra_length=2", f"--decode_to_file={tmp_path / 'dev.out'}"], capsys)
+    assert code == 0, err
+    counts = [int(n) for n in re.findall(r"translated (\d+)/500 lines  [0-9.,]+ lines/s  ETA ",
+                                         err)]
+    assert counts[-1] == 500 and counts == sorted(counts) and len(counts) >= 5, err
+    assert "translated" not in out
+
+    code, out, err = run_cli(avg_checkpoints.main, [
+        f"--model_dir={model_copy}", "--n=2", f"--output_dir={tmp_path / 'avg'}"], capsys)
+    assert code == 0, err
+    assert re.findall(r"averaged (\d)/2 checkpoints  [0-9.,]+ checkpoints/s", err) == ["1", "2"]
+    assert "averaged" not in out

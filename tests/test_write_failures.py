@@ -10,6 +10,7 @@ import contextlib
 import errno
 import glob
 import os
+import re
 import resource
 import signal
 
@@ -63,6 +64,13 @@ def test_export_past_a_file_size_limit_is_one_line_and_leaves_no_version(model_c
     assert line.startswith(f"t2t-lite: error: cannot export in {export_dir} ("), line
     assert "File too large): it writes files, over a file-size limit there" in line, line
     assert os.listdir(export_dir) == []  # no version, no .tmp- directory
+
+    code, out, err = run_cli(exporter.main, [f"--model_dir={model_copy}"], capsys)
+    assert code == 0, err
+    (version,) = os.listdir(export_dir)  # its phases are logged, as a big model takes minutes
+    assert re.search(rf"writing version {version} of {export_dir}\n.*\n?.*wrote "
+                     rf"{export_dir}/{version} in 0m\d\ds\n", err), err
+    assert out == f"exported {export_dir}/{version}\n"
 
 
 def test_write_failures_name_the_fix_of_their_cause(tmp_path):

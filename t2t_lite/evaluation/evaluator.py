@@ -30,6 +30,7 @@ from t2t_lite.training.checkpoints import checkpoint_step, restore_existing, sav
 from t2t_lite.training.distribution import worker_index
 from t2t_lite.utils.errors import UserError, did_you_mean
 from t2t_lite.utils.files import write_text_atomically
+from t2t_lite.utils.progress import Progress
 
 logger = logging.getLogger("t2t_lite")
 
@@ -75,9 +76,9 @@ class ReplicatedTranslation:
                              args=(ids,))),
             reduce_retracing=True)
 
-    def __call__(self, token_lists):
+    def __call__(self, token_lists, progress=None):
         if self.replicas == 1:
-            return self.translator.translate_tokens(token_lists)
+            return self.translator.translate_tokens(token_lists, progress)
         results = [None] * len(token_lists)
         batches = list(self.translator.batches(token_lists))
         for start in range(0, len(batches), self.replicas):
@@ -88,6 +89,8 @@ class ReplicatedTranslation:
                     context.replica_id_in_sync_group % self.replicas][1])
             for (chunk, _), translated in zip(group, self._step(ids)):
                 self.translator.collect(results, chunk, translated)
+            if progress:
+                progress.update(sum(len(c) for c, _ in batches[start:start + self.replicas]))
         return results
 
 
@@ -166,20 +169,28 @@ class Evaluator:
         beam_size = self.translator.hparams.beam_size
         return "greedy" if beam_size == 1 else f"beam search of width {beam_size}"
 
-    def decode(self):
-        """Translates the sample; returns its Decoded (also kept as self.decoded)."""
+    def decode(self, show_progress=False):
+        """Translates the sample; returns its Decoded (also kept as self.decoded). With
+        show_progress, the lines translated are shown on stderr as they go (utils.progress)."""
         sample = self.sample
         token_lists = [self.translator.vocabulary.encode(text) for text in sample.sources]
-        translations = self._translate(token_lists)
+        progress = (Progress("translated", "lines", total=len(token_lists)) if show_progress
+                    else None)
+        try:
+            translations = self._translate(token_lists, progress)
+        finally:
+            if progress:
+                progress.close()
         outputs = [self.problem.postprocess(source, t.text)
                    for source, t in zip(sample.sources, translations)]
         self.decoded = Decoded(sample.sources, sample.references, [o.text for o in outputs],
                                [t.score for t in translations], sum(o.repaired for o in outputs))
         return self.decoded
 
-    def evaluate(self, step=None, decode=True):
+    def evaluate(self, step=None, decode=True, show_progress=False):
         """The metrics of the model now; at a training `step` they are logged, written to
-        TensorBoard and the history, and the checkpoint of `step` is kept if it is the best."""
+        TensorBoard and the history, and the checkpoint of `step` is kept if it is the best.
+        show_progress: see decode."""
         metrics = {}
         decode = decode and self.decode_examples != 0
         if self.trainer:
@@ -187,7 +198,7 @@ class Evaluator:
                                            training=False)
             metrics.update(self.trainer.evaluate(dataset, self.eval_steps))
         if decode:
-            decoded = self.decode()
+            decoded = self.decode(show_progress)
             metrics.update(self.problem.decode_metrics(
                 decoded.hypotheses, decoded.references, repaired=decoded.repaired,
                 bleu_tokenize=self.bleu_tokenize))
@@ -312,7 +323,7 @@ def score_split(evaluator, output_path=None):
     (.src), references (.ref) and all side by side with the scores (.tsv). Returns the metrics
     and their one-line summary."""
     start = time.perf_counter()
-    metrics = evaluator.evaluate()
+    metrics = evaluator.evaluate(show_progress=True)
     decoded = evaluator.decoded
     logger.info("translated %d lines in %.1f s", len(decoded.sources),
                 time.perf_counter() - start)

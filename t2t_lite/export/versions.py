@@ -12,6 +12,7 @@ from t2t_lite.utils.files import (
     remove_stale_temporaries,
     write_failure,
 )
+from t2t_lite.utils.progress import duration
 
 logger = logging.getLogger("t2t_lite")
 TEMPORARY_PREFIX = ".tmp-"
@@ -31,6 +32,9 @@ def new_version(export_dir, write):
     versions = [int(name) for name in os.listdir(export_dir) if name.isdigit()]
     version = max([int(time.time())] + [v + 1 for v in versions])
     path = os.path.join(export_dir, str(version))
+    start = time.perf_counter()
+    # Tracing the signatures and writing a big model take minutes: say what is going on.
+    logger.info("writing version %d of %s", version, export_dir)
     with locked_temporary_directory(export_dir, TEMPORARY_PREFIX) as temporary:
         try:
             write(os.path.join(temporary, "model"))
@@ -40,4 +44,5 @@ def new_version(export_dir, write):
                 raise UserError(refused) from None
             raise
         os.replace(os.path.join(temporary, "model"), path)
+    logger.info("wrote %s in %s", path, duration(time.perf_counter() - start))
     return path

@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite.training.checkpoints import check_new_dir, restore_existing, save_model_dir
+from t2t_lite.utils.progress import Progress
 
 logger = logging.getLogger("t2t_lite")
 
@@ -24,10 +25,15 @@ def average_checkpoints(model, optimizer, paths, model_dir, output_dir, info=Non
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
     variables = [v for v in model.variables if "float" in str(v.dtype)]
     sums = [np.zeros(v.shape, "float64") for v in variables]
-    for path in paths:  # the last restored stays: its step and optimizer state are kept
-        restore_existing(checkpoint, path)
-        for total, variable in zip(sums, variables):
-            total += np.asarray(variable.numpy(), "float64")
+    progress = Progress("averaged", "checkpoints", total=len(paths))
+    try:
+        for path in paths:  # the last restored stays: its step and optimizer state are kept
+            restore_existing(checkpoint, path)
+            for total, variable in zip(sums, variables):
+                total += np.asarray(variable.numpy(), "float64")
+            progress.update(1)
+    finally:
+        progress.close()
     for total, variable in zip(sums, variables):
         variable.assign((total / len(paths)).astype(variable.dtype))
     logger.info("averaged %d checkpoints: %s", len(paths), ", ".join(map(os.path.basename, paths)))
