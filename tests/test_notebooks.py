@@ -33,15 +33,11 @@ TINY_MODEL = ("d_model=32,d_ff=64,num_heads=2,num_encoder_layers=1,num_decoder_l
 # `!command` in IPython ignores the exit status; under the tests a failing command fails its cell.
 CHECK_SHELL_COMMANDS = """
 _run_shell = get_ipython().system
-
-
 def _run_shell_and_check(command):
     _run_shell(command)
     status = get_ipython().user_ns.get("_exit_code", 0)
     if status:
         raise RuntimeError(f"!{command} exited with status {status}")
-
-
 get_ipython().system = _run_shell_and_check
 """
 
