@@ -100,6 +100,20 @@ def test_the_decoders_n_best_are_the_k_best_of_an_exhaustive_search(tmp_path):
     assert len({text for text, _ in rows}) > k  # the lists differ from line to line
 
 
+def test_a_file_of_many_batch_shapes_traces_the_search_once():
+    """Length-sorted batches of a file come in several [batch, length] shapes; the search must
+    be traced into a graph once for all of them, not once per shape (tracing is most of the
+    first translation's time). The same for the n-best search."""
+    translator = Translator(random_model(vocab_size=8, seed=2), SymbolVocabulary(6),
+                            HParams(beam_size=3, alpha=0.6, extra_length=2), batch_size=2)
+    token_lists = [[2 + i % 6] * length for i, length in enumerate([1, 5, 2, 7, 3, 3, 9])]
+    translator.translate_tokens(token_lists)  # batches of 2x2, 2x3, 2x7 and 1x9 ids
+    assert translator._search.experimental_get_tracing_count() == 1
+    assert translator.translate_ids.experimental_get_tracing_count() == 1
+    translator.translate_n_best(token_lists, 2)
+    assert translator._n_best_search.experimental_get_tracing_count() == 1
+
+
 @pytest.mark.parametrize("alpha, vocab_size, extra_length", [(0.0, 7, 5), (0.6, 7, 5),
                                                               (0.6, 3000, 2)])
 def test_narrow_beam_equals_the_plain_reference_beam_search(alpha, vocab_size, extra_length):

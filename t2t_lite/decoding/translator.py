@@ -17,6 +17,7 @@ from t2t_lite.decoding.search import beam_search, search
 from t2t_lite.utils.errors import UserError
 
 Translation = collections.namedtuple("Translation", "text score")
+IDS = tf.TensorSpec([None, None], tf.int32, name="inputs")  # a batch of ids of any shape
 
 
 class Translator(tf.Module):
@@ -42,11 +43,15 @@ class Translator(tf.Module):
         self.batch_size = batch_size
         self.max_input_tokens = max_input_tokens(hparams)
         self.tf_postprocess = tf_postprocess
-        # Not jit_compile: XLA would compile anew for every input shape, and its gain on CPU
-        # is small and load-dependent (benchmarks/RESULTS.md).
+        # One trace for every batch shape ([None, None]); no AutoGraph, as the search is
+        # keras.ops with an explicit while_loop (it runs on JAX too): converting its source was
+        # most of the first translation's time (benchmarks/first_translation.py). Not
+        # jit_compile: XLA would compile anew for every input shape, and its gain on CPU is
+        # small and load-dependent (benchmarks/RESULTS.md).
         self._search = tf.function(
             lambda inputs: search(model, inputs, hparams.beam_size, hparams.alpha,
-                                  hparams.extra_length, constraint))
+                                  hparams.extra_length, constraint),
+            input_signature=[IDS], autograph=False)
         self.constraint = constraint
         self._n_best_search = None
 
@@ -92,11 +97,11 @@ class Translator(tf.Module):
             raise UserError(f"--n_best={n} needs --beam_size={n} or more: the beam holds the "
                             "hypotheses")
         if self._n_best_search is None:
-            self._n_best_search = tf.function(
+            self._n_best_search = tf.function(  # traced once, as _search is
                 lambda inputs: beam_search(self.model, inputs, self.hparams.beam_size,
                                            self.hparams.alpha, self.hparams.extra_length,
                                            self.constraint),
-                reduce_retracing=True)
+                input_signature=[IDS], autograph=False)
         results = [[Translation("", 0.0)] * n for _ in token_lists]
         nonempty = [tokens[: self.max_input_tokens] for tokens in token_lists if tokens]
         indices = [i for i, tokens in enumerate(token_lists) if tokens]
@@ -126,7 +131,7 @@ class Translator(tf.Module):
         return {"outputs": self.tokenizer.decode(outputs), "scores": scores,
                 "errors": errors}
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="inputs")])
+    @tf.function(input_signature=[IDS], autograph=False)
     def translate_ids(self, ids):
         """ids [batch, length] without EOS, PAD-padded -> {"outputs": ids [batch, length'] without
         EOS, PAD-padded; "scores": float32 [batch]}."""
@@ -135,7 +140,7 @@ class Translator(tf.Module):
         longest = tf.reduce_max(tf.reduce_sum(tf.cast(kept, tf.int32), axis=1))
         return {"outputs": tf.where(kept, outputs, PAD_ID)[:, :longest], "scores": scores}
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="inputs")])
+    @tf.function(input_signature=[IDS], autograph=False)
     def serve_ids(self, ids):
         """translate_ids for clients (the SavedModel's `translate_ids`), with "errors":
         tf.string [batch] as translate_strings has. A row that is not token ids (an id outside
