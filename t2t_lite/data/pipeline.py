@@ -27,18 +27,21 @@ def serialize_example(inputs, targets):
 
 class ShardWriter:
     """Writes examples to the TFRecord files `paths`, example i to file i % len(paths); a context
-    manager that closes them. `counts[i]`: the examples written to file i."""
+    manager that closes them."""
 
     def __init__(self, paths):
         self._writers = [tf.io.TFRecordWriter(path) for path in paths]
-        self.counts = [0] * len(paths)
         self._written = 0
 
     def write(self, inputs, targets):
-        shard = self._written % len(self._writers)
-        self._writers[shard].write(serialize_example(inputs, targets))
-        self.counts[shard] += 1
+        self._writers[self._written % len(self._writers)].write(serialize_example(inputs, targets))
         self._written += 1
+
+    @property
+    def counts(self):
+        """The examples written to each file: dealt in turn, the first files hold one more."""
+        n = len(self._writers)
+        return [(self._written + n - 1 - i) // n for i in range(n)]
 
     def __enter__(self):
         return self

@@ -23,7 +23,11 @@ from t2t_lite.data.corpus import is_empty, read_lines
 from t2t_lite.evaluation.metrics import bleu
 from t2t_lite.registry import snake_case
 from t2t_lite.utils.errors import UserError
-from t2t_lite.utils.files import exclusive_lock, write_failure, write_text_atomically
+from t2t_lite.utils.files import (
+    exclusive_lock,
+    write_refusals_named,
+    write_text_atomically,
+)
 from t2t_lite.utils.progress import Progress
 
 logger = logging.getLogger("t2t_lite")
@@ -190,37 +194,32 @@ class Problem:
         temporary = [path + ".incomplete" for path in paths]
         lengths = collections.Counter()
         examples = skipped = 0
-        progress = Progress(f"{self.name} {split}: read", "pairs")
-        try:
-            with pipeline.ShardWriter(temporary) as shards:
-                for pair in self.text_pairs(split, raw_dir):
-                    if progress.done == 0:
-                        progress.total = self.expected_pairs(split, raw_dir)
-                    progress.update(1)
-                    if is_empty(pair):
-                        skipped += 1
-                        continue
-                    inputs = vocabulary.encode(pair[0]) + [EOS_ID]
-                    targets = vocabulary.encode_target(pair[1]) + [EOS_ID]
-                    shards.write(inputs, targets)
-                    lengths[max(len(inputs), len(targets))] += 1
-                    examples += 1
-            self._write_stats(split, data_dir, {
-                "examples": examples, "skipped_empty": skipped,
-                "lengths": {str(n): lengths[n] for n in sorted(lengths)},
-                "shards": {os.path.basename(final): shard_records.describe(path, count)
-                           for path, final, count in zip(temporary, paths, shards.counts)}})
-            for path, final in zip(temporary, paths):
-                os.replace(path, final)
-        except BaseException as error:  # a full disk, a bad line, Ctrl-C: no partial shards stay
-            self._remove_incomplete(data_dir, split)
-            refused = isinstance(error, Exception) and write_failure(
-                error, f"write the {split} data of {self.name}", data_dir)
-            if refused:
-                raise UserError(refused) from None
-            raise
-        finally:
-            progress.close()
+        with (write_refusals_named(f"write the {split} data of {self.name}", data_dir),
+              Progress(f"{self.name} {split}: read", "pairs") as progress):
+            try:
+                with pipeline.ShardWriter(temporary) as shards:
+                    for pair in self.text_pairs(split, raw_dir):
+                        if progress.done == 0:
+                            progress.total = self.expected_pairs(split, raw_dir)
+                        progress.update(1)
+                        if is_empty(pair):
+                            skipped += 1
+                            continue
+                        inputs = vocabulary.encode(pair[0]) + [EOS_ID]
+                        targets = vocabulary.encode_target(pair[1]) + [EOS_ID]
+                        shards.write(inputs, targets)
+                        lengths[max(len(inputs), len(targets))] += 1
+                        examples += 1
+                self._write_stats(split, data_dir, {
+                    "examples": examples, "skipped_empty": skipped,
+                    "lengths": {str(n): lengths[n] for n in sorted(lengths)},
+                    "shards": {os.path.basename(final): shard_records.describe(path, count)
+                               for path, final, count in zip(temporary, paths, shards.counts)}})
+                for path, final in zip(temporary, paths):
+                    os.replace(path, final)
+            except BaseException:  # a full disk, a bad line, Ctrl-C: no partial shards stay
+                self._remove_incomplete(data_dir, split)
+                raise
         skipped_note = f"; skipped {skipped:,} pairs with an empty side" if skipped else ""
         logger.info("%s %s: %s examples in %d shards%s", self.name, split, f"{examples:,}",
                     len(paths), skipped_note)

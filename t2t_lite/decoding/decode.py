@@ -41,14 +41,11 @@ def decode_file(translator, problem, sources, source_name, *, output_path=None, 
     token_lists = encode_lines(translator.vocabulary, sources, source_name,
                                translator.max_input_tokens)
     start = time.perf_counter()
-    progress = Progress("translated", "lines", total=len(token_lists))
-    try:
+    with Progress("translated", "lines", total=len(token_lists)) as progress:
         if n_best:
             candidates = translator.translate_n_best(token_lists, n_best, progress)
         else:
             candidates = [[t] for t in translator.translate_tokens(token_lists, progress)]
-    finally:
-        progress.close()
     outputs = [[problem.postprocess(source, t.text) for t in translations]
                for source, translations in zip(sources, candidates)]
     elapsed = time.perf_counter() - start

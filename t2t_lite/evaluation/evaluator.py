@@ -16,6 +16,7 @@ Runner that composes them.
 """
 
 import collections
+import contextlib
 import logging
 import os
 import sys
@@ -174,13 +175,9 @@ class Evaluator:
         show_progress, the lines translated are shown on stderr as they go (utils.progress)."""
         sample = self.sample
         token_lists = [self.translator.vocabulary.encode(text) for text in sample.sources]
-        progress = (Progress("translated", "lines", total=len(token_lists)) if show_progress
-                    else None)
-        try:
+        with (Progress("translated", "lines", total=len(token_lists)) if show_progress
+              else contextlib.nullcontext()) as progress:
             translations = self._translate(token_lists, progress)
-        finally:
-            if progress:
-                progress.close()
         outputs = [self.problem.postprocess(source, t.text)
                    for source, t in zip(sample.sources, translations)]
         self.decoded = Decoded(sample.sources, sample.references, [o.text for o in outputs],

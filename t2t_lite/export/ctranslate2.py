@@ -27,7 +27,7 @@ from t2t_lite.utils.files import (
     locked_temporary_directory,
     remove_stale_temporaries,
     write_bytes_atomically,
-    write_failure,
+    write_refusals_named,
 )
 
 logger = logging.getLogger("t2t_lite")
@@ -161,15 +161,13 @@ def cached_conversion(model_dir, checkpoint, load_model, vocabulary):
             raise UserError(f"cannot keep the CTranslate2 conversion in {cache_dir}: "
                             f"{error.strerror}; make it writable, or export with "
                             "t2t-lite-exporter --format=ctranslate2 and load that") from None
-        try:
-            save(model, vocabulary, os.path.join(temporary, "model"))
-            os.replace(os.path.join(temporary, "model"), path)
-        except OSError as error:
-            if not os.path.isfile(os.path.join(path, "model.bin")):  # another decoder's is as good
-                refused = write_failure(error, "keep the CTranslate2 conversion", cache_dir)
-                if refused:
-                    raise UserError(refused) from None
-                raise
+        with write_refusals_named("keep the CTranslate2 conversion", cache_dir):
+            try:
+                save(model, vocabulary, os.path.join(temporary, "model"))
+                os.replace(os.path.join(temporary, "model"), path)
+            except OSError:
+                if not os.path.isfile(os.path.join(path, "model.bin")):  # another's is as good
+                    raise
     for name in os.listdir(cache_dir):
         if name != key and not name.startswith("."):
             shutil.rmtree(os.path.join(cache_dir, name), ignore_errors=True)

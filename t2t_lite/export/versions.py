@@ -5,12 +5,11 @@ import logging
 import os
 import time
 
-from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import (
     locked_temporary_directory,
     make_directory,
     remove_stale_temporaries,
-    write_failure,
+    write_refusals_named,
 )
 from t2t_lite.utils.progress import duration
 
@@ -36,13 +35,8 @@ def new_version(export_dir, write):
     # Tracing the signatures and writing a big model take minutes: say what is going on.
     logger.info("writing version %d of %s", version, export_dir)
     with locked_temporary_directory(export_dir, TEMPORARY_PREFIX) as temporary:
-        try:
+        with write_refusals_named("export", export_dir):  # e.g. TensorFlow's full disk
             write(os.path.join(temporary, "model"))
-        except Exception as error:  # a full disk: TensorFlow's error, without the path's owner
-            refused = write_failure(error, "export", export_dir)
-            if refused:
-                raise UserError(refused) from None
-            raise
         os.replace(os.path.join(temporary, "model"), path)
     logger.info("wrote %s in %s", path, duration(time.perf_counter() - start))
     return path

@@ -25,15 +25,12 @@ def average_checkpoints(model, optimizer, paths, model_dir, output_dir, info=Non
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
     variables = [v for v in model.variables if "float" in str(v.dtype)]
     sums = [np.zeros(v.shape, "float64") for v in variables]
-    progress = Progress("averaged", "checkpoints", total=len(paths))
-    try:
+    with Progress("averaged", "checkpoints", total=len(paths)) as progress:
         for path in paths:  # the last restored stays: its step and optimizer state are kept
             restore_existing(checkpoint, path)
             for total, variable in zip(sums, variables):
                 total += np.asarray(variable.numpy(), "float64")
             progress.update(1)
-    finally:
-        progress.close()
     for total, variable in zip(sums, variables):
         variable.assign((total / len(paths)).astype(variable.dtype))
     logger.info("averaged %d checkpoints: %s", len(paths), ", ".join(map(os.path.basename, paths)))

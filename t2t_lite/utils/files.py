@@ -56,6 +56,21 @@ def write_failure(error, what, directory, size=None):
     return None
 
 
+@contextlib.contextmanager
+def write_refusals_named(what, directory):
+    """Turns an OS refusal to write raised inside (see write_failure) into a UserError naming
+    `what`, `directory`, the cause and the fix; other errors pass through as they are."""
+    try:
+        yield
+    except UserError:
+        raise
+    except Exception as error:
+        refused = write_failure(error, what, directory)
+        if refused:
+            raise UserError(refused) from None
+        raise
+
+
 def absolute(path):
     """`path` with `~` expanded, made absolute."""
     return os.path.abspath(os.path.expanduser(os.fspath(path)))

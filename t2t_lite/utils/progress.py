@@ -22,7 +22,7 @@ def duration(seconds):
 
 class Progress:
     """Counts items done: `what` (e.g. "translated") and `unit` (e.g. "lines") name them;
-    `total` may be None when it is unknown (no ETA then)."""
+    `total` may be None when it is unknown (no ETA then). A context manager that closes it."""
 
     def __init__(self, what, unit, total=None, stream=None):
         self.what, self.unit, self.total = what, unit, total
@@ -57,6 +57,12 @@ class Progress:
             self.drawn = True
         else:
             logger.info("%s", text)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
 
     def close(self):
         """Clears the terminal line, so that the job's own summary line follows."""
