@@ -12,7 +12,7 @@ from t2t_lite.cli import avg_checkpoints
 from t2t_lite.evaluation.evaluator import Evaluator
 from t2t_lite.models.transformer import create_model
 from t2t_lite.runner import Runner
-from t2t_lite.training.checkpoints import last_checkpoints
+from t2t_lite.training.checkpoint_list import last_checkpoints
 
 TINY = "num_encoder_layers=1,num_decoder_layers=1,d_model=16,d_ff=32,num_heads=2"
 

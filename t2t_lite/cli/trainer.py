@@ -100,7 +100,7 @@ def main(argv):
 
     from t2t_lite.evaluation.evaluator import format_metrics
     from t2t_lite.runner import Runner
-    from t2t_lite.training.checkpoints import latest_step
+    from t2t_lite.training.checkpoint_list import latest_step
     from t2t_lite.training.distribution import create_strategy
 
     strategy = create_strategy(args.strategy)

@@ -27,7 +27,8 @@ import tensorflow as tf
 
 from t2t_lite.data.corpus import tsv_text
 from t2t_lite.evaluation.monitor import Monitor
-from t2t_lite.training.checkpoints import checkpoint_step, restore_existing, save_model_dir
+from t2t_lite.training.checkpoint_list import checkpoint_step
+from t2t_lite.training.checkpoints import restore_existing, save_model_dir
 from t2t_lite.training.distribution import worker_index
 from t2t_lite.utils.errors import UserError, did_you_mean
 from t2t_lite.utils.files import write_text_atomically

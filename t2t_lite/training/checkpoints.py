@@ -1,5 +1,6 @@
-"""Checkpoints of a model_dir: finding them, restoring them (old layouts and damaged files
-included), saving them, and copying one to a new model_dir (best/, an average).
+"""Checkpoints of a model_dir: restoring them (old layouts and damaged files included), saving
+them, and copying one to a new model_dir (best/, an average). Which ones there are is
+t2t_lite.training.checkpoint_list.
 
 A copy is written as a complete model_dir (checkpoint, the experiment's records, info.json), so
 that every command takes it as `--model_dir`; it is built under a temporary name and renamed
@@ -7,7 +8,6 @@ when complete.
 """
 
 import glob
-import json
 import logging
 import os
 import shutil
@@ -17,104 +17,17 @@ import keras
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from t2t_lite.model_dir import CHECKPOINT_LIST, ModelDir
+from t2t_lite.model_dir import ModelDir
+from t2t_lite.training.checkpoint_list import CheckpointGone, checkpoint_paths
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import (
     error_cause,
     make_directory,
     temporary_directory,
     write_failure,
-    write_text_atomically,
 )
 
 logger = logging.getLogger("t2t_lite")
-
-
-def checkpoint_paths(model_dir):
-    """The checkpoints CheckpointManager kept in model_dir, oldest first."""
-    state = _checkpoint_state(model_dir)
-    return list(state.all_model_checkpoint_paths) if state else []
-
-
-def _checkpoint_state(model_dir):
-    """tf.train.get_checkpoint_state(model_dir): None for no list, or one it cannot read."""
-    try:
-        return tf.train.get_checkpoint_state(model_dir)
-    except ValueError:  # a list naming no checkpoint (e.g. an empty file)
-        return None
-
-
-def checkpoint_step(path):
-    """The step of a checkpoint the trainer saved (it numbers them by step): ckpt-1500 -> 1500."""
-    return int(path.rsplit("-", 1)[1])
-
-
-def latest_step(model_dir):
-    """The step of the latest checkpoint in model_dir (0 without one)."""
-    latest = _newest_there(model_dir)[0]
-    return checkpoint_step(latest) if latest else 0
-
-
-def latest_checkpoint(model_dir, repair=False):
-    """The newest checkpoint in model_dir whose files are there, or None. Unlike
-    tf.train.latest_checkpoint, which gives None (and the trainer starts over at step 0), a
-    checkpoint of the list whose index is missing (deleted, or not copied), or a list that is
-    missing or unreadable, is a warning naming it, and the newest checkpoint there is used.
-    `repair` (for the trainer, which keeps the list) rewrites the list to name those there."""
-    latest, missing, there = _newest_there(model_dir)
-    if missing:
-        named = (f"checkpoint {missing[0]} is" if len(missing) == 1 else
-                 f"checkpoints {', '.join(missing)} are")
-        logger.warning("%s missing (no .index file: deleted, or a bad copy?): %s", named,
-                       f"using {latest}, the newest checkpoint there" if latest else
-                       f"{model_dir} holds no other")
-    elif latest and missing is None:
-        logger.warning("%s is missing or unreadable: using %s, the newest checkpoint there",
-                       os.path.join(model_dir, CHECKPOINT_LIST), latest)
-    if repair and latest and missing != []:
-        _write_list(model_dir, there)
-    return latest
-
-
-def _newest_there(model_dir):
-    """(the newest checkpoint whose index is there or None, the paths the list names that are
-    not there (None when there is no readable list), the checkpoints there oldest first)."""
-    state = _checkpoint_state(model_dir)
-    if state:
-        listed = list(state.all_model_checkpoint_paths)
-        if state.model_checkpoint_path not in listed:
-            listed.append(state.model_checkpoint_path)
-        there = [path for path in listed if os.path.exists(f"{path}.index")]
-        if there:
-            return there[-1], [path for path in listed if path not in there], there
-    indexed = {}
-    for index in glob.glob(os.path.join(glob.escape(model_dir), "*-*.index")):
-        path = index[:-len(".index")]
-        if path.rsplit("-", 1)[1].isdigit():
-            indexed[path] = checkpoint_step(path)
-    there = sorted(indexed, key=indexed.get)
-    missing = [p for p in listed if p not in there] if state else None
-    return (there[-1] if there else None), missing, there
-
-
-def resolve_checkpoint(model_dir, checkpoint_path=None):
-    """The checkpoint to load: checkpoint_path (a checkpoint prefix or a directory holding
-    checkpoints), or else the latest in model_dir."""
-    if checkpoint_path:
-        if os.path.isdir(checkpoint_path):
-            path = latest_checkpoint(checkpoint_path)
-            if not path:
-                raise UserError(f"--checkpoint_path {checkpoint_path} holds no checkpoint")
-            return path
-        if not tf.io.gfile.exists(checkpoint_path + ".index"):
-            raise UserError(f"--checkpoint_path {checkpoint_path} is not a checkpoint (no "
-                            f"{os.path.basename(checkpoint_path)}.index); `ls` the model_dir "
-                            "for ckpt-N names")
-        return checkpoint_path
-    path = latest_checkpoint(model_dir)
-    if not path:
-        raise UserError(f"{model_dir} holds no checkpoint: train it with t2t-lite-trainer first")
-    return path
 
 
 # The LayerNorms of each encoder and decoder layer as checkpoints written before they were named
@@ -138,16 +51,6 @@ class DamagedCheckpoint(UserError):
                "copy it again from where it was made")
         self.damage = f"checkpoint {path} is damaged ({error}; a bad copy or sync?)"
         super().__init__(f"{self.damage}: {fix}")
-
-
-class CheckpointGone(UserError):
-    """A checkpoint whose files were removed while it was read: the trainer's rotation
-    (--keep_checkpoints) deletes the oldest as it saves a new one."""
-
-    def __init__(self, path):
-        self.path = path
-        super().__init__(f"checkpoint {path} was removed while it was read (a trainer keeping "
-                         "only its newest checkpoints?): run the same command again")
 
 
 def is_intact(path):
@@ -179,25 +82,6 @@ def restore_existing(checkpoint, path):
         if isinstance(error, tf.errors.NotFoundError):
             raise
         raise DamagedCheckpoint(path, error) from None
-
-
-def forget_checkpoint(model_dir, path):
-    """Removes `path` from model_dir's list of checkpoints, so that the latest is the one
-    before it; its files stay until a new checkpoint of that step replaces them."""
-    _write_list(model_dir, [p for p in checkpoint_paths(model_dir) if p != path])
-
-
-def _write_list(model_dir, paths):
-    """Makes model_dir's list of checkpoints (the `checkpoint` text proto CheckpointManager
-    reads) name `paths`, the last the latest, or removes it for none. Written here, not by
-    tf.compat.v1.train.update_checkpoint_state, which prints a deprecation notice."""
-    path = os.path.join(model_dir, CHECKPOINT_LIST)
-    if not paths:
-        os.remove(path)
-        return
-    names = [json.dumps(os.path.relpath(p, model_dir), ensure_ascii=False) for p in paths]
-    write_text_atomically(path, f"model_checkpoint_path: {names[-1]}\n" + "".join(
-        f"all_model_checkpoint_paths: {name}\n" for name in names))
 
 
 def save(manager, step, size):
@@ -272,17 +156,6 @@ def _with_legacy_norm_names(checkpoint):
     return view(checkpoint, model=view(model, **{
         attribute: tuple(layer_view(layer, names) for layer in getattr(model, attribute))
         for attribute, names in LEGACY_NORMS.items()}))
-
-
-def last_checkpoints(model_dir, n):
-    """The last n checkpoints CheckpointManager kept in model_dir, oldest first."""
-    paths = checkpoint_paths(model_dir)
-    if not paths:
-        raise UserError(f"{model_dir} holds no checkpoint: train it with t2t-lite-trainer first")
-    if n > len(paths):
-        raise UserError(f"--n={n} but {model_dir} keeps only {len(paths)} checkpoints (see the "
-                        "trainer's --keep_checkpoints)")
-    return paths[-n:]
 
 
 def check_new_dir(output_dir):
