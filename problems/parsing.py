@@ -19,7 +19,7 @@ from t2t_lite.data.vocabulary import SentencePieceVocabulary
 from t2t_lite.evaluation import evalb
 from t2t_lite.problems.own_files import OwnFilesProblem, check_new_name
 from t2t_lite.problems.translate import sentencepiece_path
-from t2t_lite.problems.tree_vocabulary import ParsingVocabulary, TreeConstraint, symbols_path
+from t2t_lite.problems.tree_vocabulary import ParsingVocabulary, symbols_path
 from t2t_lite.problems.trees import clean, delinearize, linearize, read_trees, treebank_files
 from t2t_lite.registry import register_problem
 from t2t_lite.utils.errors import UserError
@@ -100,6 +100,8 @@ class ParsingProblem(Problem):
     # Decoding.
 
     def search_constraint(self, vocabulary):
+        from t2t_lite.problems.tree_constraint import TreeConstraint  # Keras: only to search
+
         return TreeConstraint(vocabulary)
 
     def tf_postprocess(self, in_graph_vocabulary):

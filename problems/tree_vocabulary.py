@@ -1,6 +1,6 @@
-"""The parsing vocabulary (subwords for sentences, whole symbols for trees) and the search
-constraint that makes every decoded output a well-formed tree (the exported model's in-graph
-trees are problems.tree_graph).
+"""The parsing vocabulary: subwords for sentences, whole symbols for trees (the search
+constraint that makes every decoded output a well-formed tree is problems.tree_constraint, the
+exported model's in-graph trees problems.tree_graph).
 
 Ids: the SentencePiece pieces of the sentences first, then one id per tag, per label and per
 closer `/label`, so that labels and tags are never split into pieces. The source side is encoded
@@ -11,9 +11,7 @@ import json
 import os
 
 import numpy as np
-from keras import ops
 
-from t2t_lite.config import EOS_ID
 from t2t_lite.data.vocabulary import SentencePieceVocabulary, Vocabulary, strip_ids
 from t2t_lite.utils.errors import UserError
 
@@ -96,59 +94,6 @@ class ParsingVocabulary(Vocabulary):
         from t2t_lite.problems.tree_graph import InGraphTrees
 
         return InGraphTrees(self.words.in_graph(), self.symbols, self.kinds, self.offset)
-
-
-class TreeConstraint:
-    """The decoding constraint (see t2t_lite.decoding.search) that allows only well-formed trees
-    with one tag per source word: a closer only for the innermost open constituent once it holds a
-    word, a tag or label only while words remain, EOS only when every constituent is closed and
-    every word tagged, and nothing that could not be completed within the length limit.
-
-    State per hypothesis: words to tag, tags so far, open depth, and a stack of the open
-    constituents' labels and tag counts at opening.
-    """
-
-    def __init__(self, vocabulary):
-        self.kinds = vocabulary.kinds
-        self.label_of = vocabulary.label_of
-        self.word_starts = vocabulary.word_starts.astype("int32")
-
-    def start(self, inputs, max_length):
-        rows = ops.shape(inputs)[0]
-        words = ops.sum(ops.take(ops.convert_to_tensor(self.word_starts), inputs), axis=1)
-        zeros = ops.zeros((rows,), "int32")
-        stack = ops.zeros((rows, max_length + 1), "int32")
-        return words, zeros, zeros, stack, stack
-
-    def allowed(self, state, step, limits):
-        """bool [rows, vocab]: the tokens each hypothesis may take at `step`."""
-        words, tags, depth, labels, tags_at_open = state
-        kinds = ops.convert_to_tensor(self.kinds)[None, :]
-        label_of = ops.convert_to_tensor(self.label_of)[None, :]
-        remaining = limits - 1 - step  # positions after this one, EOS included
-        top = ops.maximum(depth - 1, 0)[:, None]
-        top_label = ops.take_along_axis(labels, top, axis=1)
-        top_filled = tags[:, None] > ops.take_along_axis(tags_at_open, top, axis=1)
-        words_left = words - tags
-        tag_ok = (words_left > 0) & (depth + words_left <= remaining)
-        open_ok = (words_left > 0) & (depth + words_left + 2 <= remaining)
-        close_ok = (depth > 0)[:, None] & top_filled & (label_of == top_label)
-        eos_ok = (depth == 0) & (words_left == 0)
-        vocab = ops.arange(ops.shape(kinds)[1])[None, :]
-        return (((kinds == TAG) & tag_ok[:, None]) | ((kinds == OPEN) & open_ok[:, None])
-                | ((kinds == CLOSE) & close_ok) | ((vocab == EOS_ID) & eos_ok[:, None]))
-
-    def update(self, state, tokens):
-        words, tags, depth, labels, tags_at_open = state
-        kinds = ops.take(ops.convert_to_tensor(self.kinds), tokens)
-        label = ops.take(ops.convert_to_tensor(self.label_of), tokens)
-        opens = kinds == OPEN
-        at_top = (ops.arange(ops.shape(labels)[1])[None, :] == depth[:, None]) & opens[:, None]
-        labels = ops.where(at_top, label[:, None], labels)
-        tags_at_open = ops.where(at_top, tags[:, None], tags_at_open)
-        depth = depth + ops.cast(opens, "int32") - ops.cast(kinds == CLOSE, "int32")
-        tags = tags + ops.cast(kinds == TAG, "int32")
-        return words, tags, ops.clip(depth, 0, ops.shape(labels)[1] - 1), labels, tags_at_open
 
 
 def symbols_path(data_dir, name):

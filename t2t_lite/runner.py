@@ -2,6 +2,10 @@
 collaborators (problem, vocabulary, model, Trainer, Evaluator, translators of every engine) and
 wires them, as OpenNMT-tf's `runner.py` does; nothing below it takes a Runner.
 
+TensorFlow and Keras, and the modules built on them, are imported by the methods that use them:
+translating with a CTranslate2 conversion already cached in the model_dir needs neither, and
+starts in a fraction of a second instead of the seconds their import takes.
+
 A model_dir remembers how it was made, so resuming, decoding and exporting never need those flags
 again, and a flag that contradicts them is refused (but training-only hparams, which a resumed
 run may change and records).
@@ -12,30 +16,20 @@ import os
 import re
 import time
 
-import keras
-import tensorflow as tf
-
 from t2t_lite import registry
 from t2t_lite.config import TRAINING_ONLY
-from t2t_lite.decoding.attention import attention_weights
-from t2t_lite.evaluation.evaluator import Evaluator
 from t2t_lite.export.engines import TrainedModel, make_engine, make_exporter
 from t2t_lite.model_dir import Experiment, ModelDir
-from t2t_lite.models.transformer import create_model
-from t2t_lite.training import distribution
-from t2t_lite.training.averaging import average_checkpoints
-from t2t_lite.training.checkpoints import (
-    DamagedCheckpoint,
+from t2t_lite.training.checkpoint_list import (
     checkpoint_paths,
     forget_checkpoint,
     latest_checkpoint,
     latest_step,
     resolve_checkpoint,
-    restore_existing,
 )
-from t2t_lite.training.trainer import Trainer
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import absolute, exclusive_lock, make_directory
+from t2t_lite.utils.quiet_tensorflow import import_tensorflow_quietly
 
 logger = logging.getLogger("t2t_lite")
 
@@ -176,6 +170,10 @@ class Runner:
 
     def _restore_model(self, path):
         """The model of the checkpoint at `path`, an existing checkpoint prefix."""
+        tf = import_tensorflow_quietly()
+        from t2t_lite.models.transformer import create_model
+        from t2t_lite.training.checkpoints import restore_existing
+
         model = create_model(self.hparams, self.vocabulary.size)
         try:
             restore_existing(tf.train.Checkpoint(model=model), path)
@@ -234,12 +232,16 @@ class Runner:
         if len(targets) != len(sources):
             raise UserError(f"{len(sources)} sources but {len(targets)} targets: attention "
                             "needs one target per source")
+        from t2t_lite.decoding.attention import attention_weights
+
         vocabulary = translator.vocabulary
         return attention_weights(translator, [vocabulary.encode(s) for s in sources],
                                  [vocabulary.encode_target(t) for t in targets])
 
     def evaluator(self, translator, split="dev", bleu_tokenize=None):
         """An Evaluator of `translator` on all of `split`, as the decoder's --split scores it."""
+        from t2t_lite.evaluation.evaluator import Evaluator
+
         return Evaluator(self.problem, translator, self.data_dir, split=split,
                          decode_examples=None, bleu_tokenize=bleu_tokenize)
 
@@ -258,6 +260,8 @@ class Runner:
                 f"no data for problem {self.problem.name} in {self.data_dir}: run "
                 f"`t2t-lite-datagen --problem={self.problem.name} --data_dir={self.data_dir}` "
                 "or pass --generate_data")
+        from t2t_lite.training import distribution
+
         if strategy is not None and distribution.worker_index(strategy)[0] != 0:
             logger.info("waiting for the chief to generate data for %s in %s",
                         self.problem.name, self.data_dir)
@@ -272,6 +276,9 @@ class Runner:
 
     def trainer(self, strategy=None, jit_compile=False):
         """A Trainer restored from the latest checkpoint in model_dir, if any."""
+        from t2t_lite.training.checkpoints import DamagedCheckpoint, restore_existing
+        from t2t_lite.training.trainer import Trainer
+
         trainer = Trainer(self.hparams, self.vocabulary.size, strategy, jit_compile)
         latest = latest_checkpoint(self.model_dir.path)
         if latest:
@@ -300,6 +307,12 @@ class Runner:
         worker runs this; only the chief writes into model_dir (the others write into a
         temporary directory).
         """
+        tf = import_tensorflow_quietly()
+        import keras
+
+        from t2t_lite.evaluation.evaluator import Evaluator
+        from t2t_lite.training import distribution
+
         strategy = trainer.strategy if trainer else strategy or tf.distribute.get_strategy()
         with self._lock(strategy), distribution.write_dir(self.model_dir.path,
                                                           strategy) as write_path:
@@ -359,12 +372,17 @@ class Runner:
     def average(self, paths, output_dir, info=None, replace=False):
         """Writes the average of the checkpoints `paths` as the model_dir output_dir (see
         t2t_lite.training.averaging); returns its checkpoint's path."""
+        from t2t_lite.training.averaging import average_checkpoints
+        from t2t_lite.training.trainer import Trainer
+
         trainer = Trainer(self.hparams, self.vocabulary.size)
         return average_checkpoints(trainer.model, trainer.optimizer, paths, self.model_dir,
                                    output_dir, info, replace)
 
     def _lock(self, strategy):
         """One trainer per model_dir (and per worker of a multi-worker run)."""
+        from t2t_lite.training import distribution
+
         os.makedirs(self.model_dir.path, exist_ok=True)
         return exclusive_lock(self.model_dir.trainer_lock(*distribution.worker_index(strategy)),
                               self.model_dir.path)

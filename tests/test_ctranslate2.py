@@ -7,6 +7,7 @@ parameters so that every weight matters), and through the decoder and exporter c
 
 import json
 import os
+import subprocess
 import sys
 
 import ctranslate2  # in the test extra
@@ -301,3 +302,29 @@ def test_without_ctranslate2_the_flag_names_the_extra(trained_reverse, monkeypat
                                 "--engine=ctranslate2"], capsys)
     assert code == 2 and "pip install 't2t_lite[ctranslate2]'" in err
     assert len(error_lines(err)) == 1
+
+
+def test_a_cached_conversion_translates_stdin_without_tensorflow(demo, trained_reverse):
+    """With the conversion cached, `t2t-lite-decoder --engine=ctranslate2` never imports
+    TensorFlow or Keras (the seconds that made a one-line translation slow: issue 25), and its
+    lines are still the TensorFlow engine's. Run in a fresh interpreter, as a user runs it."""
+    runner, model, _ = demo
+    sources = [text for text in SOURCES if text]  # an over-long line included
+    script = (
+        "import json, sys\n"
+        "from t2t_lite.cli import decoder\n"
+        "sys.argv[0] = 't2t-lite-decoder'\n"
+        "decoder.run()\n"
+        "loaded = {name.split('.')[0] for name in sys.modules}\n"
+        "print(json.dumps(sorted(loaded & {'tensorflow', 'keras', 'tensorflow_text'})),"
+        " file=sys.stderr)\n")
+    usr_dir = os.path.join(os.path.dirname(__file__), "usr_problems.py")
+    done = subprocess.run(
+        [sys.executable, "-c", script, f"--model_dir={trained_reverse.model_dir}",
+         "--engine=ctranslate2", "--beam_size=4", f"--usr_dir={usr_dir}"],
+        input="".join(f"{text}\n" for text in sources), capture_output=True, text=True,
+        check=True)
+    assert "using the CTranslate2 conversion" in done.stderr
+    assert json.loads(done.stderr.splitlines()[-1]) == []
+    expected = runner.translator(model, beam_size=4).translate(sources)
+    assert done.stdout.splitlines() == [t.text for t in expected]

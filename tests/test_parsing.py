@@ -23,7 +23,8 @@ from t2t_lite.config import EOS_ID
 from t2t_lite.decoding.search import search
 from t2t_lite.evaluation import evalb
 from t2t_lite.models.transformer import create_model
-from t2t_lite.problems.tree_vocabulary import CLOSE, OPEN, OTHER, TAG, TreeConstraint
+from t2t_lite.problems.tree_constraint import TreeConstraint
+from t2t_lite.problems.tree_vocabulary import CLOSE, OPEN, OTHER, TAG
 from t2t_lite.problems.trees import clean, delinearize, linearize, read_trees
 from t2t_lite.runner import Runner
 from t2t_lite.utils.errors import UserError

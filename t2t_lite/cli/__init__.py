@@ -26,30 +26,14 @@ def import_usr_dir(args):
         registry.import_usr_dir(args.usr_dir)
 
 
-def _import_tensorflow_quietly():
-    """TensorFlow prints C++ start-up notices (oneDNN, CUDA probing) on stderr before its log
-    level applies; they are hidden unless the user set TF_CPP_MIN_LOG_LEVEL."""
-    if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
-        return
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    sys.stderr.flush()
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
-        import tensorflow as tf
-
-        tf.config.list_physical_devices()
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
-def run(main, argv=None):
+def run(main, argv=None, tensorflow=True):
     """Runs main(argv) with progress logged to stderr (stdout holds only results, so pipes keep
     their line alignment); a UserError becomes one line on stderr and exit status 2, Ctrl-C one
-    line and status 130, and a reader of stdout that went away (`| head -1`) a quiet exit."""
+    line and status 130, and a reader of stdout that went away (`| head -1`) a quiet exit.
+    TensorFlow is imported first (quietly), but for a main that imports it only if it needs it
+    (`tensorflow=False`)."""
     from t2t_lite.utils.errors import UserError
+    from t2t_lite.utils.quiet_tensorflow import import_tensorflow_quietly
 
     prog = os.path.basename(sys.argv[0]) if argv is None else "t2t-lite"
     handler = logging.StreamHandler(sys.stderr)
@@ -60,7 +44,8 @@ def run(main, argv=None):
     logger.setLevel(logging.INFO)
     logger.propagate = False
     try:
-        _import_tensorflow_quietly()  # in here: start-up takes seconds, and Ctrl-C may come
+        if tensorflow:
+            import_tensorflow_quietly()  # in here: start-up takes seconds, and Ctrl-C may come
         main(sys.argv[1:] if argv is None else argv)
         sys.stdout.flush()  # a pipe closed early fails here, not at the interpreter's exit
     except KeyboardInterrupt:

@@ -5,7 +5,6 @@ from t2t_lite.cli import flags
 
 
 def parse_args(argv):
-    # Imports TensorFlow: done here, inside cli.run, so that Ctrl-C meanwhile is one line.
     from t2t_lite.export.engines import ENGINE_NAMES
 
     parser = cli.ArgumentParser(prog="t2t-lite-decoder", description=__doc__)
@@ -61,12 +60,18 @@ def parse_args(argv):
 
 
 def main(argv):
-    """Returns the metrics of --split, or the score line against --decode_reference."""
+    """Returns the metrics of --split, or the score line against --decode_reference.
+
+    TensorFlow is imported here, before any work, unless the CTranslate2 engine translates
+    lines (not --split, which reads TFRecords): that imports it only if it must convert the
+    checkpoint, and a cached conversion translates in a fraction of a second."""
     from t2t_lite.decoding.decode import decode_file, read_sources_and_references, translate_stream
-    from t2t_lite.evaluation.evaluator import score_split
     from t2t_lite.utils.files import check_writable_file
+    from t2t_lite.utils.quiet_tensorflow import import_tensorflow_quietly
 
     args = parse_args(argv)
+    if args.engine != "ctranslate2" or args.split:
+        import_tensorflow_quietly()
     runner = flags.runner_from_flags(args)
     if args.decode_from_file:  # read before loading the model, so that mistakes show at once
         sources, references = read_sources_and_references(runner.problem, args.decode_from_file,
@@ -82,6 +87,8 @@ def main(argv):
                                    quantization=args.quantization or "float32",
                                    **flags.decoding_flags(args))
     if args.split:
+        from t2t_lite.evaluation.evaluator import score_split
+
         metrics, summary = score_split(
             runner.evaluator(translator, args.split, args.bleu_tokenize), args.decode_to_file)
         print(summary)
@@ -100,4 +107,4 @@ def main(argv):
 
 
 def run():
-    cli.run(main)
+    cli.run(main, tensorflow=False)  # main imports it if it needs it

@@ -18,7 +18,7 @@ import os
 import re
 
 from t2t_lite.config import EOS_ID
-from t2t_lite.data import pipeline, shard_records
+from t2t_lite.data import shard_records
 from t2t_lite.data.corpus import is_empty, read_lines
 from t2t_lite.evaluation.metrics import bleu
 from t2t_lite.registry import snake_case
@@ -192,6 +192,8 @@ class Problem:
     def _write_split(self, split, data_dir, raw_dir, vocabulary):
         paths = self.shard_paths(split, data_dir)
         temporary = [path + ".incomplete" for path in paths]
+        from t2t_lite.data import pipeline  # TensorFlow, as in the two readers below
+
         lengths = collections.Counter()
         examples = skipped = 0
         with (write_refusals_named(f"write the {split} data of {self.name}", data_dir),
@@ -234,6 +236,8 @@ class Problem:
 
     def dataset(self, split, data_dir, hparams, *, training, input_context=None, seed=None):
         """Batches of ({"inputs", "targets"}, targets) for `split`; see pipeline.make_dataset."""
+        from t2t_lite.data import pipeline  # tf.data: not imported by a problem only decoding
+
         self._check_has_data(split, data_dir)
         if training:
             self._report_length_filter(data_dir, hparams.max_length)
@@ -245,6 +249,8 @@ class Problem:
         """{"inputs", "targets"} numpy id sequences (with EOS) of `split`, one by one, in the
         order of its text pairs: unbatched, so that a sample of them is not biased by length
         buckets."""
+        from t2t_lite.data import pipeline
+
         self._check_has_data(split, data_dir)
         return pipeline.read_in_written_order(self.shard_paths(split, data_dir))
 

@@ -17,7 +17,7 @@ log-probability divided by GNMT's penalty.
 
 from t2t_lite.config import PAD_ID
 from t2t_lite.decoding.inputs import length_batches, max_input_tokens
-from t2t_lite.decoding.translator import Translation
+from t2t_lite.decoding.translation import Translation
 from t2t_lite.utils.errors import UserError
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32")

@@ -6,17 +6,15 @@ with its EOS, search, and give empty inputs empty outputs. Python callers tokeni
 `Vocabulary.encode`/`decode`; the exported signature with the vocabulary's in-graph twin.
 """
 
-import collections
-
 import tensorflow as tf
 
 from t2t_lite.config import EOS_ID, PAD_ID
 from t2t_lite.data.tf_vocabulary import tf_strip_mask
 from t2t_lite.decoding.inputs import length_batches, max_input_tokens, padded
 from t2t_lite.decoding.search import beam_search, search
+from t2t_lite.decoding.translation import Translation
 from t2t_lite.utils.errors import UserError
 
-Translation = collections.namedtuple("Translation", "text score")
 IDS = tf.TensorSpec([None, None], tf.int32, name="inputs")  # a batch of ids of any shape
 
 

@@ -2,8 +2,6 @@
 
 import importlib.util
 
-import sacrebleu
-
 BLEU_TOKENIZERS = ("13a", "intl", "none", "char", "zh", "ja-mecab", "ko-mecab", "flores101",
                    "flores200")
 
@@ -24,6 +22,8 @@ def bleu_tokenizer_for(language):
 def bleu(hypotheses, references, tokenize="13a", lowercase=False):
     """(sacrebleu BLEUScore, signature) of `hypotheses` against one reference each; the score's
     `.score` is in 0..100 and the signature says how it was computed."""
+    import sacrebleu  # a fifth of a second: not for a decoder that scores nothing
+
     metric = sacrebleu.BLEU(tokenize=tokenize, lowercase=lowercase)
     score = metric.corpus_score(hypotheses, [references])
     return score, str(metric.get_signature())
@@ -31,4 +31,6 @@ def bleu(hypotheses, references, tokenize="13a", lowercase=False):
 
 def chrf(hypotheses, references):
     """sacreBLEU's chrF (character 6-grams, beta 2) in 0..100; needs no tokenizer."""
+    import sacrebleu
+
     return sacrebleu.CHRF().corpus_score(hypotheses, [references]).score

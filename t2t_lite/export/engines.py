@@ -14,8 +14,7 @@ from t2t_lite.decoding.ctranslate2_translator import (
     check_quantization,
     import_ctranslate2,
 )
-from t2t_lite.decoding.translator import Translator
-from t2t_lite.training.checkpoints import CheckpointGone, resolve_checkpoint
+from t2t_lite.training.checkpoint_list import CheckpointGone, resolve_checkpoint
 from t2t_lite.utils.errors import UserError
 
 logger = logging.getLogger("t2t_lite")
@@ -71,8 +70,11 @@ class TensorFlowEngine:
     quantizations = ()
 
     def translator(self, trained, hparams, batch_size=32, quantization=None):
+        model = trained.model()
+        from t2t_lite.decoding.translator import Translator  # TensorFlow: only when used
+
         constraint = trained.problem.search_constraint(trained.vocabulary)
-        return Translator(trained.model(), trained.vocabulary, hparams, batch_size, constraint,
+        return Translator(model, trained.vocabulary, hparams, batch_size, constraint,
                           trained.problem.tf_postprocess(trained.vocabulary.in_graph()))
 
     def export(self, trained, hparams, export_dir, quantization=None):
