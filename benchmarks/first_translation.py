@@ -131,7 +131,9 @@ def main():
     names = checkouts.parse(args.checkouts) if args.checkouts else {"installed": None}
     with open("/proc/loadavg") as f:
         print("load average before:", f.read().strip())
-    decoder = [sys.executable, "-c", DECODER, f"--model_dir={args.model_dir}"]
+    # -P: not the working directory first on sys.path, which would shadow each checkout's
+    # t2t_lite (on PYTHONPATH) with the one there.
+    decoder = [sys.executable, "-P", "-c", DECODER, f"--model_dir={args.model_dir}"]
     line = args.line + "\n"
     # Convert for CTranslate2 once (cached in the model_dir), then warm the file cache.
     for name, path in names.items():
