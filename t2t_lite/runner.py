@@ -314,8 +314,8 @@ class Runner:
         from t2t_lite.training import distribution
 
         strategy = trainer.strategy if trainer else strategy or tf.distribute.get_strategy()
-        with self._lock(strategy), distribution.write_dir(self.model_dir.path,
-                                                          strategy) as write_path:
+        with (self._lock(strategy), self.problem.damaged_data_named(self.data_dir),
+              distribution.write_dir(self.model_dir.path, strategy) as write_path):
             output_dir = ModelDir(write_path)
             chief = write_path == self.model_dir.path
             if chief:  # a missing checkpoint is named, and the list names those there

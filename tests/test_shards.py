@@ -35,6 +35,14 @@ def datagen(data_dir, capsys):
                    capsys)
 
 
+def flip_a_byte(path, offset=100):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([byte[0] ^ 1]))
+
+
 def test_datagen_records_every_shard(short_reverse_data):
     """Examples, bytes and SHA-256 of each shard, as they are on disk."""
     from t2t_lite.data.shard_records import count_records, sha256
@@ -80,11 +88,7 @@ def test_a_changed_shard_is_found_by_its_checksum(data_copy, capsys):
     """Same size, one byte changed: the size check of other commands cannot see it, datagen's
     checksum does."""
     original = contents(data_copy)
-    with open(f"{data_copy}/{DEV}", "r+b") as f:
-        f.seek(100)
-        byte = f.read(1)
-        f.seek(100)
-        f.write(bytes([byte[0] ^ 1]))
+    flip_a_byte(f"{data_copy}/{DEV}")
     code, _, err = datagen(data_copy, capsys)
     assert code == 0, err
     assert (f"{data_copy}/{DEV} changed since datagen wrote it (its SHA-256 differs): writing "
@@ -129,3 +133,28 @@ def test_shards_written_before_records_are_read_through_and_recorded(data_copy, 
     for name in original:
         if name.endswith("stats.json"):
             assert json.loads(now[name]) == json.loads(original[name]), name
+
+
+def test_a_changed_shard_met_while_reading_is_one_line(model_copy, data_copy, tmp_path,
+                                                        capsys):
+    """A shard changed in place (its size intact) fails TFRecord's CRC only when it is read:
+    training and --split then stop with one line naming the data_dir and the datagen run that
+    finds it (a DataLossError traceback before)."""
+    from t2t_lite.cli import decoder, trainer
+
+    datagen_run = (f"run `t2t-lite-datagen --problem=test_short_reverse --data_dir={data_copy}`"
+                   " to check every shard")
+    flip_a_byte(f"{data_copy}/{DEV}")
+    code, out, err = run_cli(decoder.main, [f"--model_dir={model_copy}",
+                                            f"--data_dir={data_copy}", "--split=dev"], capsys)
+    (line,) = error_lines(err)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert f"a shard in {data_copy} is damaged (corrupted record at" in line
+    assert datagen_run in line
+
+    flip_a_byte(f"{data_copy}/{TRAIN}")
+    code, _, err = run_cli(trainer.main, train_flags(
+        str(tmp_path / "model"), data_copy, 2, "--problem=test_short_reverse",
+        "--hparams_set=transformer_tiny"), capsys)
+    (line,) = error_lines(err)
+    assert code == 2 and "Traceback" not in err and datagen_run in line

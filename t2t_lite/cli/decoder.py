@@ -89,8 +89,9 @@ def main(argv):
     if args.split:
         from t2t_lite.evaluation.evaluator import score_split
 
-        metrics, summary = score_split(
-            runner.evaluator(translator, args.split, args.bleu_tokenize), args.decode_to_file)
+        with runner.problem.damaged_data_named(runner.data_dir):
+            metrics, summary = score_split(
+                runner.evaluator(translator, args.split, args.bleu_tokenize), args.decode_to_file)
         print(summary)
         return metrics
     if args.decode_from_file:

@@ -254,11 +254,34 @@ class Problem:
         self._check_has_data(split, data_dir)
         return pipeline.read_in_written_order(self.shard_paths(split, data_dir))
 
+    @contextlib.contextmanager
+    def damaged_data_named(self, data_dir):
+        """Turns TensorFlow's DataLossError, met reading a shard of data_dir that changed in place
+        (a record failing its CRC, at any size: _check_has_data finds cut shards before reading),
+        into one line naming data_dir and the datagen run that finds and rewrites it."""
+        import tensorflow as tf
+
+        try:
+            yield
+        except tf.errors.DataLossError as error:
+            # TFRecord's "corrupted record at N" (a checkpoint's damage is DamagedCheckpoint's),
+            # without the op names around it.
+            cause = re.search(r"\w+ record at \d+", error.message or str(error))
+            if cause is None:
+                raise
+            cause = cause[0]
+            raise UserError(f"a shard in {data_dir} is damaged ({cause}; changed since datagen "
+                            f"wrote it?): run {self._datagen_command(data_dir)} to check every "
+                            "shard and write a damaged split again") from None
+
+    def _datagen_command(self, data_dir):
+        return f"`t2t-lite-datagen --problem={self.name} --data_dir={data_dir}`"
+
     def _check_has_data(self, split, data_dir):
         if split not in self.num_shards:
             raise UserError(f"problem {self.name} has no {split} split, only "
                             f"{', '.join(self.splits())}")
-        datagen = f"`t2t-lite-datagen --problem={self.name} --data_dir={data_dir}`"
+        datagen = self._datagen_command(data_dir)
         if not self.has_data(data_dir, split):
             others = sorted(set(problems_with_data(data_dir)) - {self.name})
             holds = f" (it holds {', '.join(others)})" if others else ""
