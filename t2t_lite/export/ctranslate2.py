@@ -22,6 +22,7 @@ import numpy as np
 from t2t_lite.config import EOS_ID, PAD_ID, UNK_ID
 from t2t_lite.decoding.ctranslate2_translator import check_quantization, import_ctranslate2
 from t2t_lite.export.versions import new_version
+from t2t_lite.training.checkpoint_list import CheckpointGone
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import (
     locked_temporary_directory,
@@ -182,5 +183,8 @@ def _cache_key(model_dir, checkpoint):
     relative = os.path.relpath(checkpoint, model_dir)
     if relative.startswith(".."):
         relative = os.path.abspath(checkpoint)
-    stamp = os.stat(checkpoint + ".index").st_mtime_ns
+    try:
+        stamp = os.stat(checkpoint + ".index").st_mtime_ns
+    except FileNotFoundError:  # removed since it was chosen: a trainer rotating checkpoints
+        raise CheckpointGone(checkpoint) from None
     return f"{relative.strip(os.sep).replace(os.sep, '_')}-{stamp}"

@@ -49,19 +49,27 @@ class TrainedModel:
     def model(self):
         """The Keras model to run, restored once. When the latest checkpoint is removed while
         it is read (a trainer rotating its checkpoints), the newest one then is read instead."""
+        return self._model if self._model is not None else self.with_checkpoint(self.model_of)
+
+    def model_of(self, checkpoint):
+        """The model of the checkpoint at `checkpoint` (or the model given), kept as model()'s."""
+        if self._model is None:
+            self._model = self._restore(checkpoint)
+        return self._model
+
+    def with_checkpoint(self, use):
+        """use(the checkpoint's path), called again with the newest checkpoint while the one it
+        was given is removed as it is read (raising CheckpointGone), up to ROTATION_RETRIES
+        times; a --checkpoint_path choice is never replaced."""
         for attempt in range(1, ROTATION_RETRIES + 1):
-            if self._model is not None:
-                break
             try:
-                self._model = self._restore(self.checkpoint())
+                return use(self.checkpoint())
             except CheckpointGone as gone:
-                # The user's choice of checkpoint is not replaced by another.
                 if self._checkpoint_path or attempt == ROTATION_RETRIES:
                     raise
                 self._checkpoint = None
                 logger.warning("%s was removed while it was read; reading the newest, %s",
                                gone.path, self.checkpoint())
-        return self._model
 
 
 class TensorFlowEngine:
@@ -101,8 +109,9 @@ class CTranslate2Engine:
         if hparams.extra_length > longest:
             raise UserError(f"--extra_length={hparams.extra_length} is too long for the "
                             f"CTranslate2 engine's position table: use at most {longest}")
-        path = cached_conversion(trained.model_dir, trained.checkpoint(), trained.model,
-                                 trained.vocabulary)
+        path = trained.with_checkpoint(lambda checkpoint: cached_conversion(
+            trained.model_dir, checkpoint, lambda: trained.model_of(checkpoint),
+            trained.vocabulary))
         return CTranslate2Translator(path, trained.vocabulary, hparams, batch_size, quantization)
 
     def export(self, trained, hparams, export_dir, quantization="float32"):
