@@ -206,8 +206,8 @@ class TrainConfig:
 
     def __post_init__(self):
         at_least = {name: 1 for name in ("train_steps", "save_every", "eval_steps",
-                                         "eval_decode_every", "eval_beam_size",
-                                         "keep_checkpoints", "log_every")}
+                                         "eval_decode_every", "keep_checkpoints",
+                                         "log_every")}
         at_least.update({name: 0 for name in ("eval_every", "eval_decode_examples",
                                               "early_stopping", "average_last",
                                               "average_best")})
@@ -216,6 +216,9 @@ class TrainConfig:
             if value is not None and value < lowest:
                 wanted = "be positive" if lowest else "not be negative"
                 raise TrainConfigError(f"--{name} must {wanted}, got {value}")
+        wrong = HParams.out_of_range("beam_size", self.eval_beam_size)  # --beam_size's range
+        if wrong:
+            raise TrainConfigError(f"--eval_beam_size {wrong}, got {self.eval_beam_size}")
         if self.eval_decode_every and self.eval_every and self.eval_decode_every % self.eval_every:
             raise TrainConfigError(f"--eval_decode_every={self.eval_decode_every} must be a "
                                    f"multiple of --eval_every={self.eval_every}")

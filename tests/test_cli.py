@@ -43,6 +43,10 @@ def test_unknown_problem_in_a_real_process_is_one_line(tmp_path):
     (["--problem=algorithmic_reverse"], "pass --problem and --hparams_set"),
     (["--problem=algorithmic_reverse", "--hparams_set=transformer_tiny", "--train_steps=0"],
      "--train_steps must be positive"),
+    (["--problem=algorithmic_reverse", "--hparams_set=transformer_tiny",
+      "--eval_beam_size=1025"], "--eval_beam_size must be at most 1024, got 1025"),
+    (["--problem=algorithmic_reverse", "--hparams_set=transformer_tiny",
+      "--eval_beam_size=0"], "--eval_beam_size must be at least 1, got 0"),
     (["--problem=algorithmic_reverse", "--hparams_set=transformer_tiny", "--strategy=tpu"],
      "invalid choice: 'tpu'"),
 ])
