@@ -5,6 +5,7 @@ from t2t_lite.cli import flags
 
 
 def parse_args(argv):
+    from t2t_lite.decoding.scoring import NORMALIZATIONS
     from t2t_lite.export.engines import ENGINE_NAMES
 
     parser = cli.ArgumentParser(prog="t2t-lite-decoder", description=__doc__)
@@ -36,7 +37,27 @@ def parse_args(argv):
     parser.add_argument("--n_best", type=int, default=None, metavar="K",
                         help="write the K best hypotheses of each input, one a line as "
                         "'hypothesis<TAB>score', best first (needs --beam_size >= K)")
+    parser.add_argument("--score", action="store_true",
+                        help="score given translations instead of translating (no search): "
+                        "--decode_from_file holds source<TAB>target lines, or the sources with "
+                        "--score_targets holding their targets; writes a line per pair, "
+                        "'score<TAB>token log-probabilities<TAB>error' (score nan and the "
+                        "reason for a pair that cannot be scored)")
+    parser.add_argument("--score_targets", help="with --score: the targets, one a line, "
+                        "parallel to --decode_from_file (for parsing: linearized trees)")
+    parser.add_argument("--score_normalize", choices=NORMALIZATIONS,
+                        help="with --score: the score is the targets' log-probability (none, "
+                        "the default), its mean per token (length), or divided by GNMT's "
+                        "penalty with --alpha as beam search scores its outputs (gnmt)")
     args = flags.parse_with_quantization(parser, argv, "engine", "ctranslate2")
+    if (args.score_targets or args.score_normalize) and not args.score:
+        parser.error("--score_targets and --score_normalize need --score")
+    if args.score and not args.decode_from_file:
+        parser.error("--score needs --decode_from_file (source<TAB>target lines, or the sources "
+                     "with --score_targets)")
+    if args.score and (args.decode_reference or args.n_best or args.attention_dir):
+        parser.error("--score writes scores of given targets: drop --decode_reference, "
+                     "--n_best and --attention_dir")
     if args.batch_size < 1:
         parser.error(f"--batch_size must be positive, got {args.batch_size}")
     if args.decode_reference and not args.decode_from_file:
@@ -65,7 +86,13 @@ def main(argv):
     TensorFlow is imported here, before any work, unless the CTranslate2 engine translates
     lines (not --split, which reads TFRecords): that imports it only if it must convert the
     checkpoint, and a cached conversion translates in a fraction of a second."""
-    from t2t_lite.decoding.decode import decode_file, read_sources_and_references, translate_stream
+    from t2t_lite.decoding.decode import (
+        decode_file,
+        read_pairs,
+        read_sources_and_references,
+        score_file,
+        translate_stream,
+    )
     from t2t_lite.utils.files import check_writable_file
     from t2t_lite.utils.quiet_tensorflow import import_tensorflow_quietly
 
@@ -73,7 +100,9 @@ def main(argv):
     if args.engine != "ctranslate2" or args.split:
         import_tensorflow_quietly()
     runner = flags.runner_from_flags(args)
-    if args.decode_from_file:  # read before loading the model, so that mistakes show at once
+    if args.score:  # read before loading the model, so that mistakes show at once
+        sources, targets = read_pairs(args.decode_from_file, args.score_targets)
+    elif args.decode_from_file:
         sources, references = read_sources_and_references(runner.problem, args.decode_from_file,
                                                           args.decode_reference)
     if args.decode_to_file:  # the same: written only at the end
@@ -86,6 +115,10 @@ def main(argv):
                                    batch_size=args.batch_size, engine=args.engine,
                                    quantization=args.quantization or "float32",
                                    **flags.decoding_flags(args))
+    if args.score:
+        score_file(translator, sources, targets, output_path=args.decode_to_file,
+                   normalize=args.score_normalize or "none")
+        return None
     if args.split:
         from t2t_lite.evaluation.evaluator import score_split
 

@@ -15,6 +15,8 @@ search may return), so outputs can still differ in rare cases. Scores are t2t_li
 log-probability divided by GNMT's penalty.
 """
 
+import numpy as np
+
 from t2t_lite.config import PAD_ID
 from t2t_lite.decoding.inputs import length_batches, max_input_tokens
 from t2t_lite.decoding.translation import Translation
@@ -78,6 +80,18 @@ class CTranslate2Translator:
             if progress:
                 progress.update(len(chunk))
         return results
+
+    def score_tokens(self, source_lists, target_lists, progress=None):
+        """Like Translator.score_tokens: each target token's log-probability (EOS's last)
+        given its source, from CTranslate2's score_batch."""
+        tokens = self._tokens
+        results = self._translator.score_batch(
+            [[tokens[i] for i in ids] for ids in source_lists],
+            [[tokens[i] for i in ids] for ids in target_lists],
+            max_batch_size=self.batch_size, max_input_length=0)
+        if progress:
+            progress.update(len(source_lists))
+        return [np.asarray(result.log_probs, "float32") for result in results]
 
     def _search(self, rows, input_length):
         """Rows of input_length - 1 ids -> [Translation].

@@ -2,15 +2,17 @@
 (one output line per input line, or the n best of each), scored against references by the
 problem; or lines typed or piped on stdin, translated one at a time, each giving exactly one
 output line so that a pipe stays aligned. Either way, with an attention directory, line N's
-attention is written as N.png and N.npz.
+attention is written as N.png and N.npz. With --score, given translations are scored instead,
+one output line per pair.
 """
 
 import logging
 import sys
 import time
 
-from t2t_lite.data.corpus import decode_line, read_lines, tsv_text
+from t2t_lite.data.corpus import decode_line, read_lines, read_parallel, read_tsv, tsv_text
 from t2t_lite.decoding.inputs import encode_lines
+from t2t_lite.decoding.scoring import target_score
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import write_text_atomically
 from t2t_lite.utils.progress import Progress
@@ -72,6 +74,65 @@ def decode_file(translator, problem, sources, source_name, *, output_path=None, 
     return problem.reference_report(hypotheses, references,
                                     repaired=sum(texts[0].repaired for texts in outputs),
                                     bleu_tokenize=bleu_tokenize, lowercase=bleu_lowercase)
+
+
+def read_pairs(sources_path, targets_path=None):
+    """(sources, targets): the lines of two parallel files, or of one file of source<TAB>target
+    lines; read before any model is loaded, so mistakes show at once."""
+    pairs = list(read_parallel(sources_path, targets_path) if targets_path
+                 else read_tsv(sources_path))
+    return [source for source, _ in pairs], [target for _, target in pairs]
+
+
+def score_file(translator, sources, targets, *, output_path=None, normalize="none"):
+    """Scores each target as a translation of its source (no search) and writes, a line per
+    pair, `score<TAB>token log-probabilities<TAB>error` to output_path (default: stdout): the
+    target's log-probability (normalized as t2t_lite.decoding.scoring.target_score says), each
+    of its tokens' (EOS's last) and "". A pair that cannot be scored (an empty side, a line the
+    vocabulary cannot encode, a side longer than the model reads) keeps its line, with score
+    nan and the reason as its error. Returns the number of such pairs."""
+    vocabulary, hparams = translator.vocabulary, translator.hparams
+    longest_target = hparams.max_length + hparams.extra_length  # with EOS, as the search's
+    encoded, errors = {}, [""] * len(sources)
+    for i, (source, target) in enumerate(zip(sources, targets)):
+        try:
+            if not (source.strip() and target.strip()):
+                raise UserError("an empty source or target")
+            source_ids, target_ids = vocabulary.encode(source), vocabulary.encode_target(target)
+            if len(source_ids) > translator.max_input_tokens:
+                raise UserError(f"the source has {len(source_ids)} tokens, more than the "
+                                f"{translator.max_input_tokens} the model reads")
+            if len(target_ids) >= longest_target:
+                raise UserError(f"the target has {len(target_ids)} tokens, more than the "
+                                f"{longest_target - 1} the model writes (max_length + "
+                                "extra_length - 1)")
+            encoded[i] = source_ids, target_ids
+        except UserError as error:
+            errors[i] = str(error)
+    order = sorted(encoded)
+    with Progress("scored", "pairs", total=len(order)) as progress:
+        log_probs = dict(zip(order, translator.score_tokens(
+            [encoded[i][0] for i in order], [encoded[i][1] for i in order], progress)
+            if order else []))
+    rows = []
+    for i, error in enumerate(errors):
+        if error:
+            rows.append(("nan", "", error))
+        else:
+            score = target_score(log_probs[i], normalize, hparams.alpha)
+            rows.append((f"{score:.6f}", " ".join(f"{p:.6f}" for p in log_probs[i]), ""))
+    text = tsv_text(rows)
+    if output_path:
+        write_text_atomically(output_path, text)
+        logger.info("wrote %s", output_path)
+    else:
+        sys.stdout.write(text)
+    failed = [i for i, error in enumerate(errors) if error]
+    if failed:
+        logger.warning("%d of %d pairs could not be scored: their score is nan, with the reason "
+                       "in the third column (line %d: %s)", len(failed), len(errors),
+                       failed[0] + 1, errors[failed[0]])
+    return len(failed)
 
 
 def write_attention(translator, token_lists, outputs, directory, numbers=None):

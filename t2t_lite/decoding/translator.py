@@ -11,11 +11,13 @@ import tensorflow as tf
 from t2t_lite.config import EOS_ID, PAD_ID
 from t2t_lite.data.tf_vocabulary import tf_strip_mask
 from t2t_lite.decoding.inputs import length_batches, max_input_tokens, padded
+from t2t_lite.decoding.scoring import token_log_probs
 from t2t_lite.decoding.search import beam_search, search
 from t2t_lite.decoding.translation import Translation
 from t2t_lite.utils.errors import UserError
 
 IDS = tf.TensorSpec([None, None], tf.int32, name="inputs")  # a batch of ids of any shape
+TARGET_IDS = tf.TensorSpec([None, None], tf.int32, name="targets")
 
 
 class Translator(tf.Module):
@@ -52,6 +54,7 @@ class Translator(tf.Module):
             input_signature=[IDS], autograph=False)
         self.constraint = constraint
         self._n_best_search = None
+        self._score = None
 
     def is_truncated(self, tokens):
         """Whether translating `tokens` (ids without EOS) will drop some of them."""
@@ -110,6 +113,24 @@ class Translator(tf.Module):
             for i, beams, beam_scores in zip(chunk, outputs.numpy(), scores.numpy()):
                 results[indices[i]] = [Translation(self.vocabulary.decode(ids), float(score))
                                         for ids, score in zip(beams[:n], beam_scores[:n])]
+            if progress:
+                progress.update(len(chunk))
+        return results
+
+    def score_tokens(self, source_lists, target_lists, progress=None):
+        """[[id]] sources and their [[id]] targets, without EOS -> [float32 [len(target) + 1]]:
+        the log-probability of each target token given the source and the tokens before it,
+        EOS's last (t2t_lite.decoding.scoring). Sources must fit max_input_tokens."""
+        if self._score is None:
+            self._score = tf.function(  # traced once, as _search is
+                lambda inputs, targets: token_log_probs(self.model, inputs, targets),
+                input_signature=[IDS, TARGET_IDS], autograph=False)
+        results = [None] * len(source_lists)
+        for chunk in length_batches(source_lists, self.batch_size):
+            log_probs = self._score(padded([source_lists[i] for i in chunk], eos=True),
+                                    padded([target_lists[i] for i in chunk], eos=True))
+            for i, row in zip(chunk, log_probs.numpy()):
+                results[i] = row[: len(target_lists[i]) + 1]
             if progress:
                 progress.update(len(chunk))
         return results
