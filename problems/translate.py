@@ -73,8 +73,7 @@ def sentencepiece_path(problem, data_dir, must_exist=False):
     is a UserError saying how to make it."""
     path = os.path.join(data_dir, f"{problem.name}.sentencepiece.model")
     if must_exist and not os.path.exists(path):
-        raise UserError(f"no vocabulary {path}: run `t2t-lite-datagen --problem={problem.name} "
-                        f"--data_dir={data_dir}`")
+        raise UserError(f"no vocabulary {path}: run {problem.datagen_command(data_dir)}")
     return path
 
 

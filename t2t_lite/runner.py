@@ -258,8 +258,7 @@ class Runner:
         if not (generate or self.problem.self_contained):
             raise UserError(
                 f"no data for problem {self.problem.name} in {self.data_dir}: run "
-                f"`t2t-lite-datagen --problem={self.problem.name} --data_dir={self.data_dir}` "
-                "or pass --generate_data")
+                f"{self.problem.datagen_command(self.data_dir)} or pass --generate_data")
         from t2t_lite.training import distribution
 
         if strategy is not None and distribution.worker_index(strategy)[0] != 0:

@@ -190,10 +190,10 @@ class Problem:
         write_text_atomically(self.stats_path(split, data_dir), json.dumps(stats, indent=1) + "\n")
 
     def _write_split(self, split, data_dir, raw_dir, vocabulary):
-        paths = self.shard_paths(split, data_dir)
-        temporary = [path + ".incomplete" for path in paths]
         from t2t_lite.data import pipeline  # TensorFlow, as in the two readers below
 
+        paths = self.shard_paths(split, data_dir)
+        temporary = [path + ".incomplete" for path in paths]
         lengths = collections.Counter()
         examples = skipped = 0
         with (write_refusals_named(f"write the {split} data of {self.name}", data_dir),
@@ -271,17 +271,19 @@ class Problem:
                 raise
             cause = cause[0]
             raise UserError(f"a shard in {data_dir} is damaged ({cause}; changed since datagen "
-                            f"wrote it?): run {self._datagen_command(data_dir)} to check every "
+                            f"wrote it?): run {self.datagen_command(data_dir)} to check every "
                             "shard and write a damaged split again") from None
 
-    def _datagen_command(self, data_dir):
+    def datagen_command(self, data_dir):
+        """The command that writes (or checks and mends) this problem's data in data_dir, as
+        messages quote it."""
         return f"`t2t-lite-datagen --problem={self.name} --data_dir={data_dir}`"
 
     def _check_has_data(self, split, data_dir):
         if split not in self.num_shards:
             raise UserError(f"problem {self.name} has no {split} split, only "
                             f"{', '.join(self.splits())}")
-        datagen = self._datagen_command(data_dir)
+        datagen = self.datagen_command(data_dir)
         if not self.has_data(data_dir, split):
             others = sorted(set(problems_with_data(data_dir)) - {self.name})
             holds = f" (it holds {', '.join(others)})" if others else ""

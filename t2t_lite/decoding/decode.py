@@ -60,11 +60,7 @@ def decode_file(translator, problem, sources, source_name, *, output_path=None, 
                         for output, t in zip(texts, translations))
     else:
         text = "".join(f"{hypothesis}\n" for hypothesis in hypotheses)
-    if output_path:
-        write_text_atomically(output_path, text)
-        logger.info("wrote %s", output_path)
-    else:
-        sys.stdout.write(text)
+    write_output(text, output_path)
     if attention_dir:
         # The model's own output, not the postprocessed text (for parsing: a tree in brackets).
         write_attention(translator, token_lists, [t[0].text for t in candidates], attention_dir)
@@ -74,6 +70,15 @@ def decode_file(translator, problem, sources, source_name, *, output_path=None, 
     return problem.reference_report(hypotheses, references,
                                     repaired=sum(texts[0].repaired for texts in outputs),
                                     bleu_tokenize=bleu_tokenize, lowercase=bleu_lowercase)
+
+
+def write_output(text, output_path=None):
+    """Writes the decoder's output `text` to output_path (atomically), or else to stdout."""
+    if output_path:
+        write_text_atomically(output_path, text)
+        logger.info("wrote %s", output_path)
+    else:
+        sys.stdout.write(text)
 
 
 def read_pairs(sources_path, targets_path=None):
@@ -122,11 +127,7 @@ def score_file(translator, sources, targets, *, output_path=None, normalize="non
             score = target_score(log_probs[i], normalize, hparams.alpha)
             rows.append((f"{score:.6f}", " ".join(f"{p:.6f}" for p in log_probs[i]), ""))
     text = tsv_text(rows)
-    if output_path:
-        write_text_atomically(output_path, text)
-        logger.info("wrote %s", output_path)
-    else:
-        sys.stdout.write(text)
+    write_output(text, output_path)
     failed = [i for i, error in enumerate(errors) if error]
     if failed:
         logger.warning("%d of %d pairs could not be scored: their score is nan, with the reason "

@@ -78,7 +78,7 @@ class TensorFlowEngine:
     quantizations = ()
 
     def translator(self, trained, hparams, batch_size=32, quantization=None):
-        model = trained.model()
+        model = trained.model()  # first: restoring imports TensorFlow quietly
         from t2t_lite.decoding.translator import Translator  # TensorFlow: only when used
 
         constraint = trained.problem.search_constraint(trained.vocabulary)
