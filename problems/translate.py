@@ -13,6 +13,7 @@ from t2t_lite.data.vocabulary import SentencePieceVocabulary
 from t2t_lite.evaluation.metrics import bleu, bleu_tokenizer_for, chrf
 from t2t_lite.registry import register_problem
 from t2t_lite.utils.errors import UserError
+from t2t_lite.utils.files import write_bytes_atomically
 
 logger = logging.getLogger("t2t_lite")
 
@@ -66,6 +67,17 @@ class TranslationProblem(Problem):
         if not sentences:
             raise UserError(f"{self.name} has no training text to learn a vocabulary from")
         return SentencePieceVocabulary.train(path, sentences, self.vocab_size, self.vocab_type)
+
+
+    def adopt_vocabulary(self, data_dir, vocabulary):
+        """Makes `vocabulary` (a SentencePieceVocabulary: another model's) the one this problem's
+        data in data_dir is encoded with, in place of learning one (datagen --vocab_from)."""
+        path = self.vocabulary_path(data_dir)
+        if not os.path.exists(path):
+            write_bytes_atomically(path, vocabulary.model_proto)
+        elif SentencePieceVocabulary.load(path).model_proto != vocabulary.model_proto:
+            raise UserError(f"{path} is another vocabulary than that of --vocab_from: use "
+                            f"another --data_dir, or delete {data_dir}/{self.name}* to remake it")
 
 
 def sentencepiece_path(problem, data_dir, must_exist=False):

@@ -36,8 +36,11 @@ class TranslateFiles(OwnFilesProblem, TranslationProblem):
 
     @classmethod
     def create(cls, name, data_dir, *, files_dir=None, train=None, dev=None, test=None,
-               source_lang=None, target_lang=None, vocab_size=8000, vocab_type="bpe"):
-        """The problem `name` made of the given files, recorded in data_dir (see the module)."""
+               source_lang=None, target_lang=None, vocab_size=8000, vocab_type="bpe",
+               vocab_from=None):
+        """The problem `name` made of the given files, recorded in data_dir (see the module);
+        `vocab_from`: the model_dir whose vocabulary (of vocab_size and vocab_type) datagen
+        adopts (TranslationProblem.adopt_vocabulary) instead of learning one."""
         check_new_name(name)
         languages = [source_lang, target_lang] if source_lang and target_lang else None
         if bool(source_lang) != bool(target_lang):
@@ -55,6 +58,8 @@ class TranslateFiles(OwnFilesProblem, TranslationProblem):
         spec = {"problem_class": "translate_files", "source_lang": source_lang,
                 "target_lang": target_lang, "files": files, "vocab_size": vocab_size,
                 "vocab_type": vocab_type}
+        if vocab_from:  # only then: the specs recorded before it existed stay the same
+            spec["vocab_from"] = vocab_from
         return cls.record(name, data_dir, spec)
 
     def text_pairs(self, split, raw_dir):

@@ -90,6 +90,11 @@ class ParsingVocabulary(Vocabulary):
         return [self.symbols[i - self.offset] if i >= self.offset else self.words.pieces([i])[0]
                 for i in np.asarray(ids).tolist()]
 
+    def tokens(self):
+        """The words' pieces, then `<tree SYMBOL>` for each symbol: with a space, which no
+        SentencePiece piece holds, so that a symbol never matches a piece of the same name."""
+        return self.words.tokens() + [f"<tree {symbol}>" for symbol in self.symbols]
+
     def _make_in_graph(self):
         from t2t_lite.problems.tree_graph import InGraphTrees
 

@@ -29,6 +29,10 @@ class HParamsError(UserError, ValueError):
 TRAINING_ONLY = ("dropout", "attention_dropout", "relu_dropout", "batch_size", "label_smoothing",
                  "learning_rate", "warmup_steps", "clip_grad_norm", "accumulate_steps",
                  "precision")
+# Hparams that define the function a model's weights compute: a model started from another's
+# weights (the trainer's --init_from) must have the same values.
+ARCHITECTURE = ("num_encoder_layers", "num_decoder_layers", "d_model", "d_ff", "num_heads",
+                "norm_position", "layer_norm_epsilon")
 
 
 def _choice(default, *choices):

@@ -1,8 +1,8 @@
 """ModelDir: the layout of a model_dir and what it records, with no TensorFlow in it.
 
-A model_dir holds one experiment (an `Experiment`: its problem, hparams set, final hparams, data_dir
-and the training-only hparams changed on resume), recorded in hparams.json and problem.json so
-that later commands need no other flag; its checkpoints (named ckpt-STEP); TensorBoard summaries
+A model_dir holds one experiment (an `Experiment`: its problem, hparams set, final hparams, data_dir,
+the training-only hparams changed on resume, and the model its weights started from, if any),
+recorded in hparams.json and problem.json so that later commands need no other flag; its checkpoints (named ckpt-STEP); TensorBoard summaries
 in train/ and eval/; the history of its evaluations in eval/history.json; and model_dirs of its
 own, best/ (the best checkpoint by a metric) and avg/ (an average of checkpoints), each with an
 info.json saying what it is. The decoder keeps its CTranslate2 conversions in ctranslate2/, and
@@ -55,6 +55,10 @@ class Experiment:
     hparams: HParams
     data_dir: str
     changed_on_resume: tuple = ()  # ({"step": N, name: [old, new], ...}, ...)
+    # The model its weights started from (the trainer's --init_from), as recorded in
+    # problem.json: {"init_from", "model_dir", "checkpoint", "step", "optimizer", ...}; None
+    # for a model trained from scratch.
+    init_from: dict | None = None
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)
@@ -153,6 +157,9 @@ class ModelDir:
             if not isinstance(saved.get(key), str):
                 raise self._damaged(PROBLEM_FILE, f'no "{key}" string in it' + (
                     " (or pass --data_dir)" if key == "data_dir" else ""))
+        init_from = saved.get("init_from")
+        if not isinstance(init_from, (dict, type(None))):
+            raise self._damaged(PROBLEM_FILE, '"init_from" is not an object')
         history = values.pop(HPARAMS_HISTORY, [])
         if not isinstance(history, list):
             raise self._damaged(HPARAMS_FILE, f'"{HPARAMS_HISTORY}" is not a list')
@@ -162,14 +169,17 @@ class ModelDir:
             raise UserError(f"{self.join(HPARAMS_FILE)}: {error}: correct that value in the "
                             "file") from None
         return Experiment(saved["problem"], saved["hparams_set"], hparams,
-                          absolute(data_dir) if data_dir else saved["data_dir"], tuple(history))
+                          absolute(data_dir) if data_dir else saved["data_dir"], tuple(history),
+                          init_from)
 
     def write_experiment(self, experiment):
         """Records a new `experiment` (atomically, file by file)."""
         self.write_hparams(experiment)
-        write_text_atomically(self.join(PROBLEM_FILE), json.dumps(
-            {"problem": experiment.problem, "hparams_set": experiment.hparams_set,
-             "data_dir": experiment.data_dir}, indent=2) + "\n")
+        record = {"problem": experiment.problem, "hparams_set": experiment.hparams_set,
+                  "data_dir": experiment.data_dir}
+        if experiment.init_from is not None:
+            record["init_from"] = experiment.init_from
+        write_text_atomically(self.join(PROBLEM_FILE), json.dumps(record, indent=2) + "\n")
 
     def write_hparams(self, experiment):
         """Records the hparams of `experiment` and their changes on resume; what the model_dir

@@ -14,7 +14,6 @@ run may change and records).
 import logging
 import os
 import re
-import time
 
 from t2t_lite import registry
 from t2t_lite.config import TRAINING_ONLY
@@ -27,6 +26,7 @@ from t2t_lite.training.checkpoint_list import (
     latest_step,
     resolve_checkpoint,
 )
+from t2t_lite.training import warm_start
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import absolute, exclusive_lock, make_directory
 from t2t_lite.utils.quiet_tensorflow import import_tensorflow_quietly
@@ -65,21 +65,34 @@ class Runner:
 
     @classmethod
     def create_or_resume(cls, model_dir, problem_name=None, hparams_set=None, overrides="",
-                         data_dir=None):
+                         data_dir=None, init_from=None, init_from_optimizer=False):
         """A new experiment from the flags, or the one saved in model_dir if there is one.
 
         Nothing is written until train() starts training under the model_dir's lock, so that a
         run refused by the lock or failing before it trains (e.g. on its data) changes no
         record. Until model_dir holds a checkpoint, the flags may change what it records (a
-        first run that failed); after, only the training-only hparams may change."""
+        first run that failed); after, only the training-only hparams may change.
+
+        A new experiment `init_from` another model (t2t_lite.training.warm_start) takes that
+        model's architecture, and its problem, hparams set and data_dir unless given."""
         model_dir = ModelDir(model_dir)
         records = model_dir.records()
         recorded = model_dir.read_experiment(data_dir) if model_dir.has_experiment() else None
         if recorded and model_dir.has_checkpoints():
             runner = cls(model_dir, recorded)
             runner._check_flags_agree(problem_name, hparams_set, overrides, records)
+            warm_start.check_resumed(runner.experiment.init_from, init_from,
+                                     init_from_optimizer, model_dir)
             return runner
-        if recorded:
+        source = warm_start.Source.find(init_from) if init_from else None
+        if source:
+            saved = source.experiment
+            if not problem_name or problem_name == saved.problem:
+                problem_name, data_dir = saved.problem, data_dir or saved.data_dir
+            hparams = source.hparams(registry.hparams(hparams_set) if hparams_set else None,
+                                     overrides)
+            hparams_set = hparams_set or saved.hparams_set
+        elif recorded:
             problem_name = problem_name or recorded.problem
             hparams = (registry.hparams(hparams_set) if hparams_set
                        else recorded.hparams).override(overrides)
@@ -91,7 +104,8 @@ class Runner:
         else:
             hparams = registry.hparams(hparams_set).override(overrides)
         experiment = Experiment(problem_name, hparams_set, hparams,
-                                absolute(data_dir or model_dir.default_data_dir))
+                                absolute(data_dir or model_dir.default_data_dir),
+                                init_from=source.record(init_from_optimizer) if source else None)
         runner = cls(model_dir, experiment)
         make_directory(model_dir.path, "model_dir")  # checked now, written when training starts
         if experiment != recorded:
@@ -247,31 +261,14 @@ class Runner:
 
     # Data and training.
 
-    def prepare_data(self, generate=False, raw_dir=None, strategy=None, poll_seconds=2.0):
-        """Runs datagen when data is missing and the user asked, or the problem needs no download.
-
-        Of the workers of a multi-worker `strategy`, only the chief generates; the others wait
-        until its data is complete."""
-        make_directory(self.data_dir, "data_dir")
-        if self._has_training_data():
-            return
-        if not (generate or self.problem.self_contained):
-            raise UserError(
-                f"no data for problem {self.problem.name} in {self.data_dir}: run "
-                f"{self.problem.datagen_command(self.data_dir)} or pass --generate_data")
+    def prepare_data(self, generate=False, raw_dir=None, strategy=None):
+        """Runs datagen when data is missing and the user asked, or the problem needs no
+        download (Problem.prepare_data); of the workers of a multi-worker `strategy`, only the
+        chief generates."""
         from t2t_lite.training import distribution
 
-        if strategy is not None and distribution.worker_index(strategy)[0] != 0:
-            logger.info("waiting for the chief to generate data for %s in %s",
-                        self.problem.name, self.data_dir)
-            while not self._has_training_data():
-                time.sleep(poll_seconds)
-            return
-        logger.info("generating data for %s in %s", self.problem.name, self.data_dir)
-        self.problem.generate_data(self.data_dir, raw_dir)
-
-    def _has_training_data(self):
-        return all(self.problem.has_data(self.data_dir, split) for split in ("train", "dev"))
+        chief = strategy is None or distribution.worker_index(strategy)[0] == 0
+        self.problem.prepare_data(self.data_dir, generate, raw_dir, chief)
 
     def trainer(self, strategy=None, jit_compile=False):
         """A Trainer restored from the latest checkpoint in model_dir, if any."""
@@ -294,7 +291,13 @@ class Runner:
                     f"vocabulary of {self.data_dir} ({error}): pass the --data_dir it was "
                     "trained on") from None
             logger.info("restored %s (step %d)", latest, trainer.step)
+        elif self.experiment.init_from:  # a new model_dir, started from another model
+            source = Runner.from_model_dir(self.experiment.init_from["model_dir"])
+            self.experiment = self.experiment.replace(init_from=warm_start.start(
+                trainer, self.experiment.init_from, source.vocabulary, self.vocabulary,
+                self.data_dir, source._restore_model))
         return trainer
+
 
     def train(self, config, *, strategy=None, trainer=None):
         """Trains as the TrainConfig `config` says (to config.train_steps updates), checkpointing

@@ -277,3 +277,56 @@ def test_corpus_settings_without_corpus_files_are_refused(tmp_path, capsys):
     code, err = run(datagen.main, ["--problem=translate_ende_wmt32k", "--vocab_size=8000",
                                    f"--data_dir={tmp_path}"], capsys)
     assert code == 2 and "--vocab_size: only for your own corpus, made with --files_dir" in err
+
+
+def write_domain_corpus(directory):
+    """A new domain: half the general words, half words the general corpus never has."""
+    words = dict(list(LEXICON.items())[::2] + list(zip(
+        "river bridge boat fish swims flows under over".split(),
+        "Fluss Brücke Boot Fisch schwimmt fließt unter über".split())))
+    directory.mkdir()
+    for split, size in (("train", 500), ("dev", 30)):
+        rng = random.Random(f"domain-{split}")
+        lines = []
+        for _ in range(size):
+            chosen = [rng.choice(list(words)) for _ in range(rng.randint(2, 7))]
+            lines.append(f"{' '.join(chosen)}\t{' '.join(words[w] for w in chosen)}\n")
+        (directory / f"{split}.tsv").write_text("".join(lines), encoding="utf-8")
+    return [f"--train={directory / 'train.tsv'}", f"--dev={directory / 'dev.tsv'}"]
+
+
+def test_domain_data_takes_the_models_vocabulary_or_shares_pieces_of_its_own(trained, tmp_path,
+                                                                            capsys):
+    """datagen --vocab_from encodes new data with the model's very vocabulary, which a model
+    started from it keeps whole; with a vocabulary of its own, the pieces kept are exactly
+    those the two share (counted here by brute force)."""
+    model_dir = trained[0]
+    source = Runner.from_model_dir(model_dir)
+    files = write_domain_corpus(tmp_path / "domain")
+    adopted = tmp_path / "adopted"
+    datagen.main(["--problem=my_domain", *files, f"--vocab_from={model_dir}",
+                  f"--data_dir={adopted}"])
+    assert ((adopted / "my_domain.sentencepiece.model").read_bytes()
+            == source.vocabulary.model_proto)
+    own = tmp_path / "own"
+    datagen.main(["--problem=my_domain", *files, "--vocab_size=300", f"--data_dir={own}"])
+    counts, vocabularies = {}, {}
+    for data_dir in (adopted, own):
+        runner = Runner.create_or_resume(str(tmp_path / f"{data_dir.name}_model"), "my_domain",
+                                         data_dir=str(data_dir), init_from=model_dir)
+        runner.trainer()
+        counts[data_dir.name] = runner.experiment.init_from["vocabulary"]
+        vocabularies[data_dir.name] = runner.vocabulary
+    assert counts["adopted"] == {"kept": VOCAB_SIZE, "added": 0, "dropped": 0}
+    shared = len(set(source.vocabulary.tokens()) & set(vocabularies["own"].tokens()))
+    assert 100 < shared < 300
+    assert counts["own"] == {"kept": shared, "added": 300 - shared, "dropped": VOCAB_SIZE - shared}
+
+    for flags, message in (
+            ([f"--vocab_from={model_dir}", "--vocab_size=300"], "drop --vocab_size"),
+            ([f"--vocab_from={tmp_path}"], f"{tmp_path} is not a t2t_lite model_dir"),
+            ([f"--vocab_from={model_dir}", f"--data_dir={own}"],
+             "has data of my_domain made with other vocab_from, vocab_size")):
+        code, err = run(datagen.main, ["--problem=my_domain", *files,
+                                       f"--data_dir={tmp_path / 'new'}", *flags], capsys)
+        assert code == 2 and len(error_lines(err)) == 1 and message in err, err

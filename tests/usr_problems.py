@@ -25,3 +25,18 @@ class MicroReverse(ShortReverse):
     committed model_dir of tests/data/make_model_dir_v1.py."""
 
     num_examples = {"train": 300, "dev": 20, "test": 20}
+
+
+@register_problem(name="test_short_reverse_12")
+class ShortReverse12(ShortReverse):
+    """test_short_reverse over 12 symbols, two more than its models know: to fine-tune them
+    with a vocabulary update (tests/test_warm_start.py)."""
+
+    num_symbols = 12
+
+
+@register_problem(name="test_short_reverse_8")
+class ShortReverse8(ShortReverse):
+    """test_short_reverse over 8 symbols: a vocabulary that drops two of its models' symbols."""
+
+    num_symbols = 8

@@ -11,7 +11,7 @@ from t2t_lite import cli
 
 # Flags of the user's own corpus: where its files are, and how to read and encode them.
 FILE_FLAGS = ("files_dir", "train", "dev", "test")
-SETTING_FLAGS = ("source_lang", "target_lang", "vocab_size", "vocab_type")
+SETTING_FLAGS = ("source_lang", "target_lang", "vocab_size", "vocab_type", "vocab_from")
 
 
 def parse_args(argv):
@@ -40,11 +40,17 @@ def parse_args(argv):
                      "30k sentence pairs, 32000 suits millions)")
     own.add_argument("--vocab_type", choices=("bpe", "unigram"),
                      help="SentencePiece model (default bpe)")
+    own.add_argument("--vocab_from", metavar="MODEL_DIR",
+                     help="encode with the vocabulary of this trained model instead of "
+                     "learning one: the data to fine-tune it on (t2t-lite-trainer --init_from)")
     args = parser.parse_args(argv)
     if args.files_dir and (args.train or args.dev or args.test):
         parser.error("pass either --files_dir or --train/--dev/--test, not both")
     if args.vocab_size is not None and args.vocab_size < 1:
         parser.error(f"--vocab_size must be positive, got {args.vocab_size}")
+    if args.vocab_from and (args.vocab_size or args.vocab_type):
+        parser.error("--vocab_from takes the model's vocabulary as it is: drop --vocab_size "
+                     "and --vocab_type")
     return args
 
 
@@ -67,8 +73,15 @@ def main(argv):
         problem = registry.problems.get("parsing_files").create(args.problem, data_dir,
                                                                  **own_corpus)
     elif own_corpus.keys() & set(FILE_FLAGS):
+        vocabulary = None
+        if args.vocab_from:
+            vocabulary = model_vocabulary(args.vocab_from)
+            own_corpus.update(vocab_from=absolute(args.vocab_from), vocab_size=vocabulary.size,
+                              vocab_type=vocabulary.model_type)
         problem = registry.problems.get("translate_files").create(args.problem, data_dir,
                                                                    **own_corpus)
+        if vocabulary:
+            problem.adopt_vocabulary(data_dir, vocabulary)
     elif own_corpus:
         raise UserError(f"--{', --'.join(own_corpus)}: only for your own corpus, made with "
                         "--files_dir or --train and --dev")
@@ -76,6 +89,19 @@ def main(argv):
         problem = registry.problem(args.problem, data_dir)
     problem.generate_data(data_dir, raw_dir)
     logging.getLogger("t2t_lite").info("%s is ready in %s", problem.name, data_dir)
+
+
+def model_vocabulary(model_dir):
+    """The SentencePiece vocabulary of the model in model_dir (--vocab_from)."""
+    from t2t_lite.data.vocabulary import SentencePieceVocabulary
+    from t2t_lite.runner import Runner
+    from t2t_lite.utils.errors import UserError
+
+    vocabulary = Runner.from_model_dir(model_dir).vocabulary
+    if type(vocabulary) is not SentencePieceVocabulary:
+        raise UserError(f"--vocab_from={model_dir}: its vocabulary is not a translation "
+                        "problem's SentencePiece model, which your own corpus needs")
+    return vocabulary
 
 
 def run():

@@ -23,6 +23,17 @@ def parse_args(argv):
                         help="downloads and raw files (default: DATA_DIR/raw)")
     parser.add_argument("--generate_data", action="store_true",
                         help="run datagen first when the data is missing")
+    start = parser.add_argument_group(
+        "starting from another model (fine-tuning)",
+        "a new --model_dir takes the weights of another model; its architecture, and its "
+        "problem, hparams set and data_dir unless given, come from that model")
+    start.add_argument("--init_from", metavar="MODEL_DIR_OR_CHECKPOINT",
+                       help="a trained model_dir (its latest checkpoint), its best/ or avg/, "
+                       "or one checkpoint MODEL_DIR/ckpt-N; pieces the new vocabulary shares "
+                       "with it keep their embeddings; the optimizer and step start afresh")
+    start.add_argument("--init_from_optimizer", action="store_true",
+                       help="carry Adam's state and the step over too (same vocabulary only); "
+                       "--train_steps then counts the source's updates")
     # The flags of TrainConfig: its fields, which check them.
     config = parser.add_argument_group("training, evaluation and checkpoints")
     config.add_argument("--train_steps", type=int,
@@ -78,6 +89,8 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if not args.registry_help and not args.model_dir:
         parser.error("--model_dir is required")
+    if args.init_from_optimizer and not args.init_from:
+        parser.error("--init_from_optimizer needs --init_from")
     return args
 
 
@@ -105,7 +118,8 @@ def main(argv):
 
     strategy = create_strategy(args.strategy)
     runner = Runner.create_or_resume(args.model_dir, args.problem, args.hparams_set,
-                                     args.hparams, args.data_dir)
+                                     args.hparams, args.data_dir, args.init_from,
+                                     args.init_from_optimizer)
     runner.prepare_data(generate=args.generate_data, raw_dir=args.raw_dir, strategy=strategy)
     metrics = runner.train(config, strategy=strategy)
     print(f"final evaluation at step {latest_step(runner.model_dir.path)}: "

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import time
 
 from t2t_lite.config import EOS_ID
 from t2t_lite.data import shard_records
@@ -25,6 +26,7 @@ from t2t_lite.registry import snake_case
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import (
     exclusive_lock,
+    make_directory,
     write_refusals_named,
     write_text_atomically,
 )
@@ -135,6 +137,28 @@ class Problem:
     def has_data(self, data_dir, split):
         return split in self.num_shards and all(
             os.path.exists(path) for path in self.shard_paths(split, data_dir))
+
+    def prepare_data(self, data_dir, generate=False, raw_dir=None, chief=True, poll_seconds=2.0):
+        """Runs datagen when the train or dev data is missing and `generate` (the user asked) or
+        the problem needs no download; else a missing split is a UserError saying how to make
+        it. A worker that is not the `chief` waits until the chief's data is complete."""
+        make_directory(data_dir, "data_dir")
+        if self._has_training_data(data_dir):
+            return
+        if not (generate or self.self_contained):
+            raise UserError(f"no data for problem {self.name} in {data_dir}: run "
+                            f"{self.datagen_command(data_dir)} or pass --generate_data")
+        if not chief:
+            logger.info("waiting for the chief to generate data for %s in %s", self.name,
+                        data_dir)
+            while not self._has_training_data(data_dir):
+                time.sleep(poll_seconds)
+            return
+        logger.info("generating data for %s in %s", self.name, data_dir)
+        self.generate_data(data_dir, raw_dir)
+
+    def _has_training_data(self, data_dir):
+        return all(self.has_data(data_dir, split) for split in ("train", "dev"))
 
     def generate_data(self, data_dir, raw_dir=None):
         """Writes the vocabulary and every missing split to data_dir; finished work is kept.
