@@ -100,7 +100,7 @@ class Runner:
             data_dir = data_dir or recorded.data_dir
         elif not problem_name or not hparams_set:
             raise UserError(f"{model_dir} holds no experiment yet: pass --problem and "
-                            "--hparams_set to start one")
+                            "--hparams_set to start one (or --init_from another model)")
         else:
             hparams = registry.hparams(hparams_set).override(overrides)
         experiment = Experiment(problem_name, hparams_set, hparams,

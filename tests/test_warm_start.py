@@ -28,19 +28,24 @@ def arrays(variables):
     return [v.numpy() for v in variables]
 
 
-def test_a_started_model_has_the_source_weights_and_starts_at_step_0(trained_reverse, tmp_path):
-    """Same problem: every variable is the source's; the optimizer (and with it the step and
-    the warmup) starts afresh; problem, hparams and data_dir are the source's."""
+@pytest.mark.parametrize("mirrored", [False, True], ids=["one_device", "mirrored"])
+def test_a_started_model_has_the_source_weights_and_starts_at_step_0(mirrored, trained_reverse,
+                                                                     tmp_path, request):
+    """Same problem: every variable is the source's, on every replica; the optimizer (and with
+    it the step and the warmup) starts afresh; problem, hparams and data_dir are the source's."""
     source = trained_reverse.runner
     runner = Runner.create_or_resume(str(tmp_path / "new"), init_from=source.model_dir.path)
     assert runner.experiment.replace(init_from=None) == source.experiment.replace(
         changed_on_resume=())
-    started = runner.trainer()
+    started = runner.trainer(request.getfixturevalue("two_cpu_strategy") if mirrored else None)
     assert started.step == 0
     assert all(not v.any() for v in arrays(started.optimizer.variables))  # Adam's moments
-    for got, want in zip(arrays(started.model.weights),
-                         arrays(source.restored_model().weights), strict=True):
-        np.testing.assert_array_equal(got, want)
+    for variable, want in zip(started.model.weights, arrays(source.restored_model().weights),
+                              strict=True):
+        replicas = getattr(variable.value, "values", [variable.value])  # MirroredVariable's
+        assert len(replicas) == (2 if mirrored else 1)
+        for replica in replicas:
+            np.testing.assert_array_equal(replica.numpy(), want)
     record = runner.experiment.init_from
     assert record["checkpoint"] == os.path.join(source.model_dir.path, "ckpt-800")
     assert (record["step"], record["optimizer"]) == (800, False)
