@@ -23,6 +23,9 @@ HPARAMS_FILE = "hparams.json"
 HPARAMS_HISTORY = "changed_on_resume"  # in HPARAMS_FILE: [{"step": N, name: [old, new]}, ...]
 PROBLEM_FILE = "problem.json"
 EXPERIMENT_FILES = (HPARAMS_FILE, PROBLEM_FILE)
+# In PROBLEM_FILE, where a model started from another's weights came from (warm_start.Source).
+INIT_FROM_KEYS = {"init_from": str, "model_dir": str, "checkpoint": str, "step": int,
+                  "optimizer": bool}
 INFO_FILE = "info.json"
 CHECKPOINT_LIST = "checkpoint"  # TensorFlow's list of the checkpoints (ckpt-STEP.index, ...)
 HISTORY_FILE = os.path.join("eval", "history.json")
@@ -158,8 +161,10 @@ class ModelDir:
                 raise self._damaged(PROBLEM_FILE, f'no "{key}" string in it' + (
                     " (or pass --data_dir)" if key == "data_dir" else ""))
         init_from = saved.get("init_from")
-        if not isinstance(init_from, (dict, type(None))):
-            raise self._damaged(PROBLEM_FILE, '"init_from" is not an object')
+        if init_from is not None and not (isinstance(init_from, dict) and all(
+                type(init_from.get(key)) is kind for key, kind in INIT_FROM_KEYS.items())):
+            raise self._damaged(PROBLEM_FILE, '"init_from" is not an object of ' + ", ".join(
+                f'"{key}"' for key in INIT_FROM_KEYS))
         history = values.pop(HPARAMS_HISTORY, [])
         if not isinstance(history, list):
             raise self._damaged(HPARAMS_FILE, f'"{HPARAMS_HISTORY}" is not a list')

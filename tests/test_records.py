@@ -141,6 +141,10 @@ def test_hparams_json_is_checked_as_strictly_as_hparams(
     ("hparams.json", "[32, 64]", "a list, not an object"),
     ("problem.json", '{"hparams_set": "transformer_tiny", "data_dir": "/tmp"}',
      'no "problem" string in it'),
+    ("problem.json", '{"problem": "test_short_reverse", "hparams_set": "transformer_tiny", '
+     '"data_dir": "/tmp", "init_from": {"init_from": "/m", "step": "4"}}',
+     '"init_from" is not an object of "init_from", "model_dir", "checkpoint", "step", '
+     '"optimizer"'),
     ("eval/history.json", '[{"step": 2, "metrics": {"loss": 4.',
      "not JSON: Expecting ',' delimiter at line 1 column 35"),
     ("eval/history.json", '[{"step": 2}]',

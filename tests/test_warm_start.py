@@ -70,7 +70,8 @@ def test_init_from_optimizer_carries_adams_state_and_the_step(trained_reverse, t
 def test_a_vocabulary_update_keeps_the_row_of_every_shared_piece(problem, counts,
                                                                   trained_reverse, tmp_path):
     """Rows are matched by token (brute force here); new tokens get a fresh model's rows (the
-    same seed makes the same fresh model); a sentence of shared pieces translates as before."""
+    same seed makes the same fresh model); with new rows beside them, sentences of shared pieces
+    translate as before."""
     source = trained_reverse.runner
     runner = Runner.create_or_resume(str(tmp_path / "new"), problem, init_from=source.model_dir.path)
     keras.utils.set_random_seed(5)
@@ -93,9 +94,12 @@ def test_a_vocabulary_update_keeps_the_row_of_every_shared_piece(problem, counts
     others = [v for v in started.model.weights if v is not started.model.embedding.embeddings]
     for got, want in zip(arrays(others), arrays(source_model.weights[1:]), strict=True):
         np.testing.assert_array_equal(got, want)
-    translations = [t.text for t in runner.translator(started.model).translate(SHARED_SOURCES)]
-    assert translations == [t.text for t in source.translator().translate(SHARED_SOURCES)]
-    assert translations[0] == "3 2 1 0"
+    if counts["added"]:  # decoded once (tracing a search takes seconds): where rows are new
+        translations = [t.text for t in runner.translator(
+            started.model, beam_size=1).translate(SHARED_SOURCES)]
+        assert translations == [t.text for t in source.translator(beam_size=1).translate(
+            SHARED_SOURCES)]
+        assert translations[0] == "3 2 1 0"
 
 
 def test_hparams_that_shape_the_model_come_from_the_source(trained_reverse, tmp_path):
@@ -198,7 +202,8 @@ def test_fine_tuning_learns_a_related_task_in_far_fewer_updates(trained_reverse,
     Measured (400 updates, greedy sequence accuracy on 200 dev sequences every 50): the
     fine-tuned model is at 0.995 after 50 updates; the same model from scratch first reaches
     0.95 after 300 (0.275, 0.115, 0.695, 0.565, 0.765, 0.97). Asserted: after 50 updates the
-    fine-tuned model is past 0.95 and the one from scratch is not."""
+    fine-tuned model is past 0.95 and the one from scratch is not (measured on the whole
+    200-sequence dev set of the problem as the tests make it: 0.995 and 0.26)."""
     common = [f"--usr_dir={USR_DIR}", "--problem=test_short_reverse_12",
               f"--data_dir={tmp_path / 'data'}", "--train_steps=50", "--eval_every=50",
               "--eval_decode_examples=200", "--random_seed=1234"]
