@@ -68,7 +68,6 @@ class TranslationProblem(Problem):
             raise UserError(f"{self.name} has no training text to learn a vocabulary from")
         return SentencePieceVocabulary.train(path, sentences, self.vocab_size, self.vocab_type)
 
-
     def adopt_vocabulary(self, data_dir, vocabulary):
         """Makes `vocabulary` (a SentencePieceVocabulary: another model's) the one this problem's
         data in data_dir is encoded with, in place of learning one (datagen --vocab_from)."""

@@ -1,13 +1,14 @@
 """ModelDir: the layout of a model_dir and what it records, with no TensorFlow in it.
 
-A model_dir holds one experiment (an `Experiment`: its problem, hparams set, final hparams, data_dir,
-the training-only hparams changed on resume, and the model its weights started from, if any),
-recorded in hparams.json and problem.json so that later commands need no other flag; its checkpoints (named ckpt-STEP); TensorBoard summaries
-in train/ and eval/; the history of its evaluations in eval/history.json; and model_dirs of its
-own, best/ (the best checkpoint by a metric) and avg/ (an average of checkpoints), each with an
-info.json saying what it is. The decoder keeps its CTranslate2 conversions in ctranslate2/, and
-the exporter writes export/ (SavedModel) or export_ctranslate2/. Every one of these names is
-spelled here only; whatever reads or writes a model_dir asks a ModelDir.
+A model_dir holds one experiment (an `Experiment`: its problem, hparams set, final hparams,
+data_dir, the training-only hparams changed on resume, and the model its weights started from, if
+any), recorded in hparams.json and problem.json so that later commands need no other flag; its
+checkpoints (named ckpt-STEP); TensorBoard summaries in train/ and eval/; the history of its
+evaluations in eval/history.json; and model_dirs of its own, best/ (the best checkpoint by a
+metric) and avg/ (an average of checkpoints), each with an info.json saying what it is. The
+decoder keeps its CTranslate2 conversions in ctranslate2/, and the exporter writes export/
+(SavedModel) or export_ctranslate2/. Every one of these names is spelled here only; whatever
+reads or writes a model_dir asks a ModelDir.
 """
 
 import dataclasses

@@ -298,7 +298,6 @@ class Runner:
                 self.data_dir, source._restore_model))
         return trainer
 
-
     def train(self, config, *, strategy=None, trainer=None):
         """Trains as the TrainConfig `config` says (to config.train_steps updates), checkpointing
         and evaluating on dev along the way; returns the final evaluation.

@@ -73,7 +73,8 @@ def test_a_vocabulary_update_keeps_the_row_of_every_shared_piece(problem, counts
     same seed makes the same fresh model); with new rows beside them, sentences of shared pieces
     translate as before."""
     source = trained_reverse.runner
-    runner = Runner.create_or_resume(str(tmp_path / "new"), problem, init_from=source.model_dir.path)
+    runner = Runner.create_or_resume(str(tmp_path / "new"), problem,
+                                     init_from=source.model_dir.path)
     keras.utils.set_random_seed(5)
     fresh = create_model(runner.hparams, runner.vocabulary.size)
     keras.utils.set_random_seed(5)
