@@ -215,13 +215,14 @@ class Runner:
                                        if value is not None})
 
     def translator(self, model=None, *, checkpoint_path=None, batch_size=32,
-                   engine="tensorflow", quantization="float32", **decoding):
+                   engine="tensorflow", quantization="float32", sampling=None, **decoding):
         """A translator of `engine` (see t2t_lite.export.engines) running `model` (default:
         restored from checkpoint_path or the latest checkpoint) with the model_dir's decoding
-        hparams changed by `decoding` (beam_size, alpha, extra_length)."""
+        hparams changed by `decoding` (beam_size, alpha, extra_length); with `sampling` (a
+        t2t_lite.decoding.sampling.Sampling) it draws samples instead of searching."""
         return make_engine(engine).translator(self.trained_model(checkpoint_path, model),
                                               self.decoding_hparams(**decoding), batch_size,
-                                              quantization)
+                                              quantization, sampling)
 
     def export(self, format_name="saved_model", export_dir=None, *, checkpoint_path=None,
                quantization="float32", **decoding):

@@ -5,6 +5,7 @@ from t2t_lite.cli import flags
 
 
 def parse_args(argv):
+    from t2t_lite.decoding.ctranslate2_translator import N_BEST_NEEDS_TENSORFLOW
     from t2t_lite.decoding.scoring import NORMALIZATIONS
     from t2t_lite.export.engines import ENGINE_NAMES
 
@@ -36,7 +37,8 @@ def parse_args(argv):
                         "OUT.ref and OUT.tsv (source, reference, hypothesis, score)")
     parser.add_argument("--n_best", type=int, default=None, metavar="K",
                         help="write the K best hypotheses of each input, one a line as "
-                        "'hypothesis<TAB>score', best first (needs --beam_size >= K)")
+                        "'hypothesis<TAB>score', best first (needs --beam_size >= K; with "
+                        "sampling, K samples)")
     parser.add_argument("--score", action="store_true",
                         help="score given translations instead of translating (no search): "
                         "--decode_from_file holds source<TAB>target lines, or the sources with "
@@ -49,7 +51,27 @@ def parse_args(argv):
                         help="with --score: the score is the targets' log-probability (none, "
                         "the default), its mean per token (length), or divided by GNMT's "
                         "penalty with --alpha as beam search scores its outputs (gnmt)")
+    parser.add_argument("--sampling_topk", type=int, metavar="K",
+                        help="draw each token at random instead of searching (back-translation),"
+                        " from the K most probable (0, the default when sampling: all); with "
+                        "--n_best=N, N samples of each input")
+    parser.add_argument("--sampling_topp", type=float, metavar="P",
+                        help="sample from the nucleus: the most probable tokens whose "
+                        "probabilities first reach P (after --sampling_topk)")
+    parser.add_argument("--sampling_temperature", type=float, metavar="T",
+                        help="sample from the distribution at temperature T (default 1; towards "
+                        "0: greedy, above 1: more varied)")
+    parser.add_argument("--random_seed", type=int, help="with sampling: the seed that makes the "
+                        "samples repeatable (default: a new one, logged)")
     args = flags.parse_with_quantization(parser, argv, "engine", "ctranslate2")
+    sampling = [f"--{name}" for name in SAMPLING_FLAGS if getattr(args, name) is not None]
+    if args.random_seed is not None and not sampling:
+        parser.error("--random_seed seeds sampling: give --sampling_topk, --sampling_topp or "
+                     "--sampling_temperature too")
+    if sampling and args.beam_size not in (None, 1):
+        parser.error(f"{sampling[0]} draws each token instead of searching: drop --beam_size")
+    if sampling and args.score:
+        parser.error(f"--score scores given targets: drop {', '.join(sampling)}")
     if (args.score_targets or args.score_normalize) and not args.score:
         parser.error("--score_targets and --score_normalize need --score")
     if args.score and not args.decode_from_file:
@@ -75,9 +97,33 @@ def parse_args(argv):
         parser.error(f"--n_best must be positive, got {args.n_best}")
     if args.n_best and not args.decode_from_file:
         parser.error("--n_best needs --decode_from_file")
-    if args.n_best and args.engine != "tensorflow":
-        parser.error("--n_best needs the tensorflow engine")
+    if (args.n_best or 1) > 1 and args.engine != "tensorflow" and not sampling:
+        parser.error(N_BEST_NEEDS_TENSORFLOW)
     return args
+
+
+SAMPLING_FLAGS = ("sampling_topk", "sampling_topp", "sampling_temperature")
+
+
+def sampling_from_flags(args):
+    """The Sampling the flags ask for, or None (search); without --random_seed, a new seed,
+    logged so that the samples can be drawn again."""
+    if all(getattr(args, name) is None for name in SAMPLING_FLAGS):
+        return None
+    import logging
+    import secrets
+
+    from t2t_lite.decoding.sampling import Sampling
+
+    seed = args.random_seed
+    if seed is None:
+        seed = secrets.randbelow(2**32)
+        logging.getLogger("t2t_lite").info(
+            "sampling with --random_seed=%d (give it again to draw the same samples)", seed)
+    given = {"top_k": args.sampling_topk, "top_p": args.sampling_topp,
+             "temperature": args.sampling_temperature}
+    return Sampling(seed=seed, **{name: value for name, value in given.items()
+                                  if value is not None})
 
 
 def main(argv):
@@ -111,10 +157,11 @@ def main(argv):
         from t2t_lite.decoding.attention_plot import require_matplotlib
 
         require_matplotlib()
+    sampling = sampling_from_flags(args)  # before loading the model: a bad value shows at once
     translator = runner.translator(checkpoint_path=args.checkpoint_path,
                                    batch_size=args.batch_size, engine=args.engine,
                                    quantization=args.quantization or "float32",
-                                   **flags.decoding_flags(args))
+                                   sampling=sampling, **flags.decoding_flags(args))
     if args.score:
         score_file(translator, sources, targets, output_path=args.decode_to_file,
                    normalize=args.score_normalize or "none")

@@ -17,12 +17,16 @@ log-probability divided by GNMT's penalty.
 
 import numpy as np
 
-from t2t_lite.config import PAD_ID
+from t2t_lite.config import EOS_ID, PAD_ID
 from t2t_lite.decoding.inputs import length_batches, max_input_tokens
 from t2t_lite.decoding.translation import Translation
 from t2t_lite.utils.errors import UserError
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32")
+# CTranslate2's beam also holds beam_size hypotheses, but it stops once they have ended: they
+# are the first to end, often short, not the n best that t2t_lite's search keeps looking for.
+N_BEST_NEEDS_TENSORFLOW = ("--n_best needs the tensorflow engine, unless sampling: "
+                           "CTranslate2's beam stops at the first hypotheses to end")
 
 
 def import_ctranslate2():
@@ -44,12 +48,14 @@ class CTranslate2Translator:
     `vocabulary` and the decoding hparams, like Translator; `quantization` is applied on
     loading (int8 runs a float32 conversion with int8 weights)."""
 
-    def __init__(self, model_path, vocabulary, hparams, batch_size=32, quantization="float32"):
+    def __init__(self, model_path, vocabulary, hparams, batch_size=32, quantization="float32",
+                 sampling=None):
         check_quantization(quantization)
         ctranslate2 = import_ctranslate2()
         self.vocabulary = vocabulary
         self.hparams = hparams
         self.batch_size = batch_size
+        self.sampling = sampling
         self.max_input_tokens = max_input_tokens(hparams)
         self._translator = ctranslate2.Translator(model_path, device="cpu",
                                                   compute_type=quantization)
@@ -64,19 +70,36 @@ class CTranslate2Translator:
         """[str] -> [Translation], in the same order."""
         return self.translate_tokens([self.vocabulary.encode(text) for text in texts])
 
-    def translate_tokens(self, token_lists, progress=None):
-        """[[id]] without EOS -> [Translation], in the same order. `progress` (a
-        utils.progress.Progress) counts the lines done."""
+    def translate_tokens(self, token_lists, progress=None, line_numbers=None):
+        """[[id]] without EOS -> [Translation], in the same order, or with sampling a sample of
+        each. `progress` (a utils.progress.Progress) counts the lines done."""
+        return [translations[0] for translations in
+                self.translate_n_best(token_lists, 1, progress, line_numbers)]
+
+    def translate_n_best(self, token_lists, n, progress=None, line_numbers=None):
+        """[[id]] without EOS -> [[Translation] * n], like Translator.translate_n_best, for
+        n samples of each, best first (or n = 1: translate_tokens).
+        CTranslate2 draws from one random generator, seeded anew for each batch from the seed
+        and the batch's first line number (line_numbers, default 1, 2, ...): the samples repeat
+        with the same seed, inputs and batch size."""
+        if not self.sampling and n > 1:
+            raise UserError(N_BEST_NEEDS_TENSORFLOW)
+        line_numbers = line_numbers or range(1, len(token_lists) + 1)
         rows = [list(tokens[: self.max_input_tokens]) for tokens in token_lists]
-        results = [Translation("", 0.0)] * len(rows)
+        results = [[Translation("", 0.0)] * n for _ in rows]
         nonempty = [i for i, row in enumerate(rows) if row]
         if progress:
             progress.update(len(rows) - len(nonempty))
         for chunk in length_batches([rows[i] for i in nonempty], self.batch_size,
                                     same_length=True):
             batch = [rows[nonempty[i]] for i in chunk]
-            for i, result in zip(chunk, self._search(batch, len(batch[0]) + 1)):
-                results[nonempty[i]] = result
+            if self.sampling:
+                ranked = self._sample(batch, len(batch[0]) + 1, n,
+                                      line_numbers[nonempty[chunk[0]]])
+            else:
+                ranked = [[best] for best in self._search(batch, len(batch[0]) + 1)]
+            for i, translations in zip(chunk, ranked):
+                results[nonempty[i]] = translations[:n]
             if progress:
                 progress.update(len(chunk))
         return results
@@ -114,7 +137,7 @@ class CTranslate2Translator:
 
         def best(result):
             """(score, ids) of the hypothesis that GNMT's length penalty ranks first."""
-            return max(((log_prob / ((5 + len(tokens)) / 6) ** alpha,
+            return max(((log_prob / _penalty(len(tokens), alpha),
                          [self._ids[token] for token in tokens])
                         for tokens, log_prob in zip(result.hypotheses, result.scores)),
                        key=lambda scored: scored[0])
@@ -125,3 +148,38 @@ class CTranslate2Translator:
             for i, result in zip(with_pad, search([rows[i] for i in with_pad], [[pad]])):
                 results[i] = best(result)
         return [Translation(self.vocabulary.decode(ids), score) for score, ids in results]
+
+    def _sample(self, rows, input_length, n, first_line):
+        """Rows of input_length - 1 ids -> n samples of each, as [Translation] best first.
+
+        PAD is removed from the softmax (suppress_sequences), which is what t2t_lite's
+        sampling draws from too; the scores, which would then lack PAD's share, are asked of
+        score_batch instead, so that they are the model's, as the TensorFlow engine's are."""
+        import ctranslate2
+
+        sampling, tokens = self.sampling, self._tokens
+        ctranslate2.set_random_seed((sampling.seed * 1_000_003 + first_line) % 2**32)
+        sources = [[tokens[i] for i in row] for row in rows]
+        results = self._translator.translate_batch(
+            sources, beam_size=1, num_hypotheses=n, sampling_topk=sampling.top_k,
+            sampling_topp=sampling.top_p, sampling_temperature=sampling.temperature,
+            max_decoding_length=input_length + self.hparams.extra_length,
+            min_decoding_length=0, max_input_length=0, return_end_token=True,
+            suppress_sequences=[[tokens[PAD_ID]]])
+        samples = [[self._ids[token] for token in hypothesis] for result in results
+                   for hypothesis in result.hypotheses]
+        ended = [bool(ids) and ids[-1] == EOS_ID for ids in samples]
+        log_probs = self.score_tokens([row for row, result in zip(rows, results)
+                                       for _ in result.hypotheses],
+                                      [ids[:-1] if end else ids
+                                       for ids, end in zip(samples, ended)])
+        scored = iter((float(np.sum(p[: len(ids)])) / _penalty(len(ids), self.hparams.alpha),
+                       ids) for p, ids in zip(log_probs, samples))
+        return [[Translation(self.vocabulary.decode(ids), score) for score, ids in
+                 sorted((next(scored) for _ in result.hypotheses), key=lambda s: -s[0])]
+                for result in results]
+
+
+def _penalty(length, alpha):
+    """GNMT's length penalty, as t2t_lite.decoding.search.length_penalty."""
+    return ((5 + length) / 6) ** alpha

@@ -174,7 +174,7 @@ def translate_stream(translator, problem, lines=None, output=None, attention_dir
                            ", and it has no attention files" if attention_dir else "")
             print(file=output, flush=True)
             continue
-        translation = translator.translate_tokens([tokens])[0]
+        translation = translator.translate_tokens([tokens], line_numbers=[number])[0]
         print(problem.postprocess(line, translation.text).text, file=output, flush=True)
         if attention_dir:
             write_attention(translator, [tokens], [translation.text], attention_dir, [number])

@@ -7,6 +7,9 @@ input counted with its EOS), so that an example's result does not depend on the 
 PAD is never generated (it is not a token but the decoder's start symbol), though it keeps its
 share of the softmax: scores are the model's own probabilities.
 
+Greedy search also draws samples (t2t_lite.decoding.sampling) instead of taking the most
+probable token.
+
 Scores are as in tensor2tensor: the log-probability of the hypothesis (EOS included) divided by
 GNMT's length penalty ((5 + length) / 6) ** alpha (Wu et al. 2016).
 
@@ -24,6 +27,7 @@ import keras
 from keras import ops
 
 from t2t_lite.config import EOS_ID, PAD_ID
+from t2t_lite.decoding.sampling import sample_tokens
 
 _INVALID = -1e9  # log-probability of an impossible token or an empty beam slot
 
@@ -113,9 +117,13 @@ class _BeamState(NamedTuple):
     constraint_state: Any
 
 
-def greedy_search(model, inputs, extra_length, alpha=0.0, constraint=None):
+def greedy_search(model, inputs, extra_length, alpha=0.0, constraint=None, sampling=None,
+                  uniforms=None):
     """inputs [B, S] -> (ids [B, S + extra_length], scores [B]): the most probable token at each
-    step; each row EOS-terminated unless it reached its limit, then PAD-padded."""
+    step, or with `sampling` (a t2t_lite.decoding.sampling.Sampling) the token that
+    uniforms[:, step] draws (uniforms [B, S + extra_length] in [0, 1)); each row EOS-terminated
+    unless it reached its limit, then PAD-padded. Scores are the model's own log-probabilities
+    of the tokens, whatever distribution they were drawn from."""
     batch = ops.shape(inputs)[0]
     limits, max_length, cache = _start(model, inputs, extra_length)
     start = _GreedyState(
@@ -134,8 +142,12 @@ def greedy_search(model, inputs, extra_length, alpha=0.0, constraint=None):
                                    ops.log_softmax(logits, axis=-1))
         step_log_probs = _constrain(constraint, step_log_probs, state.constraint_state, step,
                                     limits)
-        best = ops.cast(ops.argmax(step_log_probs, axis=-1), "int32")
-        best_log_prob = ops.max(step_log_probs, axis=-1)
+        if sampling is None:
+            best = ops.cast(ops.argmax(step_log_probs, axis=-1), "int32")
+        else:
+            best = sample_tokens(step_log_probs, ops.take(uniforms, step, axis=1), sampling,
+                                 _INVALID)
+        best_log_prob = ops.take_along_axis(step_log_probs, best[:, None], axis=1)[:, 0]
         next_ids = ops.where(finished, PAD_ID, best)
         return (_GreedyState(
             step=step + 1, previous=next_ids,

@@ -6,18 +6,22 @@ with its EOS, search, and give empty inputs empty outputs. Python callers tokeni
 `Vocabulary.encode`/`decode`; the exported signature with the vocabulary's in-graph twin.
 """
 
+import functools
+
+import numpy as np
 import tensorflow as tf
 
 from t2t_lite.config import EOS_ID, PAD_ID
 from t2t_lite.data.tf_vocabulary import tf_strip_mask
 from t2t_lite.decoding.inputs import length_batches, max_input_tokens, padded
 from t2t_lite.decoding.scoring import token_log_probs
-from t2t_lite.decoding.search import beam_search, search
+from t2t_lite.decoding.search import beam_search, greedy_search, search
 from t2t_lite.decoding.translation import Translation
 from t2t_lite.utils.errors import UserError
 
 IDS = tf.TensorSpec([None, None], tf.int32, name="inputs")  # a batch of ids of any shape
 TARGET_IDS = tf.TensorSpec([None, None], tf.int32, name="targets")
+UNIFORMS = tf.TensorSpec([None, None], tf.float32, name="uniforms")
 
 
 class Translator(tf.Module):
@@ -34,7 +38,7 @@ class Translator(tf.Module):
     """
 
     def __init__(self, model, vocabulary, hparams, batch_size=32, constraint=None,
-                 tf_postprocess=None):
+                 tf_postprocess=None, sampling=None):
         super().__init__()
         self.model = model
         self.vocabulary = vocabulary
@@ -53,7 +57,9 @@ class Translator(tf.Module):
                                   hparams.extra_length, constraint),
             input_signature=[IDS], autograph=False)
         self.constraint = constraint
+        self.sampling = sampling
         self._n_best_search = None
+        self._sample = None
         self._score = None
 
     def is_truncated(self, tokens):
@@ -64,10 +70,14 @@ class Translator(tf.Module):
         """[str] -> [Translation], in the same order."""
         return self.translate_tokens([self.vocabulary.encode(text) for text in texts])
 
-    def translate_tokens(self, token_lists, progress=None):
+    def translate_tokens(self, token_lists, progress=None, line_numbers=None):
         """[[id]] without EOS -> [Translation], in the same order; translated in batches of
         similar length so that little of the search is spent on padding. `progress` (a
-        utils.progress.Progress) counts the lines done."""
+        utils.progress.Progress) counts the lines done. With sampling, each is a sample drawn
+        by the stream of its line number (line_numbers, default 1, 2, ...)."""
+        if self.sampling:
+            return [samples[0] for samples in self.translate_n_best(token_lists, 1, progress,
+                                                                   line_numbers)]
         results = [None] * len(token_lists)
         for chunk, ids in self.batches(token_lists):
             self.collect(results, chunk, self.translate_ids(ids))
@@ -87,10 +97,14 @@ class Translator(tf.Module):
                                     translated["scores"].numpy()):
             results[i] = Translation(self.vocabulary.decode(output), float(score))
 
-    def translate_n_best(self, token_lists, n, progress=None):
+    def translate_n_best(self, token_lists, n, progress=None, line_numbers=None):
         """[[id]] without EOS -> [[Translation] * n]: beam search's n best finished hypotheses
-        of each input, best first, the first as translate_tokens gives it (an empty input: n
-        empty outputs of score 0)."""
+        of each input, best first, the first as translate_tokens gives it; with sampling, n
+        samples of each, drawn by the streams of its line number (line_numbers, default 1, 2,
+        ...), best first. An empty input has n empty outputs of score 0."""
+        if self.sampling:
+            return self._search_nonempty(token_lists, n, progress, functools.partial(
+                self._draw, n, line_numbers or range(1, len(token_lists) + 1)))
         if n == 1:
             return [[translation]
                     for translation in self.translate_tokens(token_lists, progress)]
@@ -103,16 +117,40 @@ class Translator(tf.Module):
                                            self.hparams.alpha, self.hparams.extra_length,
                                            self.constraint),
                 input_signature=[IDS], autograph=False)
+        return self._search_nonempty(token_lists, n, progress,
+                                     lambda indices, inputs: self._n_best_search(inputs))
+
+    def _draw(self, n, line_numbers, indices, inputs):
+        """(ids [batch, n, length], scores [batch, n]): n samples of each row of `inputs`, the
+        inputs of token_lists[indices]."""
+        if self._sample is None:
+            self._sample = tf.function(  # traced once, as _search is
+                lambda inputs, uniforms: greedy_search(
+                    self.model, inputs, self.hparams.extra_length, self.hparams.alpha,
+                    self.constraint, self.sampling, uniforms),
+                input_signature=[IDS, UNIFORMS], autograph=False)
+        uniforms = self.sampling.uniforms([line_numbers[i] for i in indices], n,
+                                          inputs.shape[1] + self.hparams.extra_length)
+        outputs, scores = self._sample(np.repeat(inputs, n, axis=0), uniforms)
+        return (tf.reshape(outputs, [len(indices), n, -1]), tf.reshape(scores, [-1, n]))
+
+    def _search_nonempty(self, token_lists, n, progress, search_batch):
+        """[[Translation] * n] of token_lists by search_batch(indices, EOS-terminated inputs of
+        token_lists[indices]) -> (ids [batch, n, length], scores [batch, n]), each input's n
+        sorted best first; an empty input has n empty outputs of score 0."""
         results = [[Translation("", 0.0)] * n for _ in token_lists]
-        nonempty = [tokens[: self.max_input_tokens] for tokens in token_lists if tokens]
         indices = [i for i, tokens in enumerate(token_lists) if tokens]
+        nonempty = [token_lists[i][: self.max_input_tokens] for i in indices]
         if progress:
             progress.update(len(token_lists) - len(nonempty))
         for chunk in length_batches(nonempty, self.batch_size):
-            outputs, scores = self._n_best_search(padded([nonempty[i] for i in chunk], eos=True))
+            outputs, scores = search_batch([indices[i] for i in chunk],
+                                           padded([nonempty[i] for i in chunk], eos=True))
             for i, beams, beam_scores in zip(chunk, outputs.numpy(), scores.numpy()):
-                results[indices[i]] = [Translation(self.vocabulary.decode(ids), float(score))
-                                        for ids, score in zip(beams[:n], beam_scores[:n])]
+                order = np.argsort(-beam_scores, kind="stable")
+                results[indices[i]] = [
+                    Translation(self.vocabulary.decode(beams[k]), float(beam_scores[k]))
+                    for k in order[:n]]
             if progress:
                 progress.update(len(chunk))
         return results

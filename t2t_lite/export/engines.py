@@ -77,13 +77,14 @@ class TensorFlowEngine:
     format = "saved_model"
     quantizations = ()
 
-    def translator(self, trained, hparams, batch_size=32, quantization=None):
+    def translator(self, trained, hparams, batch_size=32, quantization=None, sampling=None):
         model = trained.model()  # first: restoring imports TensorFlow quietly
         from t2t_lite.decoding.translator import Translator  # TensorFlow: only when used
 
         constraint = trained.problem.search_constraint(trained.vocabulary)
         return Translator(model, trained.vocabulary, hparams, batch_size, constraint,
-                          trained.problem.tf_postprocess(trained.vocabulary.in_graph()))
+                          trained.problem.tf_postprocess(trained.vocabulary.in_graph()),
+                          sampling)
 
     def export(self, trained, hparams, export_dir, quantization=None):
         from t2t_lite.export import saved_model
@@ -96,7 +97,8 @@ class CTranslate2Engine:
     format = "ctranslate2"
     quantizations = QUANTIZATIONS
 
-    def translator(self, trained, hparams, batch_size=32, quantization="float32"):
+    def translator(self, trained, hparams, batch_size=32, quantization="float32",
+                   sampling=None):
         from t2t_lite.export.ctranslate2 import cached_conversion, num_positions
 
         check_quantization(quantization)
@@ -112,7 +114,8 @@ class CTranslate2Engine:
         path = trained.with_checkpoint(lambda checkpoint: cached_conversion(
             trained.model_dir, checkpoint, lambda: trained.model_of(checkpoint),
             trained.vocabulary))
-        return CTranslate2Translator(path, trained.vocabulary, hparams, batch_size, quantization)
+        return CTranslate2Translator(path, trained.vocabulary, hparams, batch_size, quantization,
+                                     sampling)
 
     def export(self, trained, hparams, export_dir, quantization="float32"):
         from t2t_lite.export import ctranslate2
