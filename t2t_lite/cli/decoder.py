@@ -51,6 +51,13 @@ def parse_args(argv):
                         help="with --score: the score is the targets' log-probability (none, "
                         "the default), its mean per token (length), or divided by GNMT's "
                         "penalty with --alpha as beam search scores its outputs (gnmt)")
+    parser.add_argument("--with_alignments", action="store_true",
+                        help="follow each output with <TAB> and its alignment to the source in "
+                        "Pharaoh format, 'i-j' for source token i and output token j (from 0): "
+                        "the source token its attention weighs most")
+    parser.add_argument("--alignment_layer", type=int, metavar="N",
+                        help="with --with_alignments: the decoder layer whose heads (averaged) "
+                        "align, from 0, or -1 for the last (default: the penultimate)")
     parser.add_argument("--sampling_topk", type=int, metavar="K",
                         help="draw each token at random instead of searching (back-translation),"
                         " from the K most probable (0, the default when sampling: all); with "
@@ -80,6 +87,11 @@ def parse_args(argv):
     if args.score and (args.decode_reference or args.n_best or args.attention_dir):
         parser.error("--score writes scores of given targets: drop --decode_reference, "
                      "--n_best and --attention_dir")
+    if args.alignment_layer is not None and not args.with_alignments:
+        parser.error("--alignment_layer needs --with_alignments")
+    if args.with_alignments and (args.score or args.split):
+        parser.error("--with_alignments is for translations of --decode_from_file or stdin: "
+                     f"drop it or --{'score' if args.score else 'split'}")
     if args.batch_size < 1:
         parser.error(f"--batch_size must be positive, got {args.batch_size}")
     if args.decode_reference and not args.decode_from_file:
@@ -162,6 +174,8 @@ def main(argv):
                                    batch_size=args.batch_size, engine=args.engine,
                                    quantization=args.quantization or "float32",
                                    sampling=sampling, **flags.decoding_flags(args))
+    if args.with_alignments:  # checks --alignment_layer now rather than after translating
+        translator.alignments([], [], args.alignment_layer)
     if args.score:
         score_file(translator, sources, targets, output_path=args.decode_to_file,
                    normalize=args.score_normalize or "none")
@@ -179,11 +193,13 @@ def main(argv):
             translator, runner.problem, sources, args.decode_from_file,
             output_path=args.decode_to_file, n_best=args.n_best, references=references,
             attention_dir=args.attention_dir, bleu_tokenize=args.bleu_tokenize,
-            bleu_lowercase=args.bleu_lowercase)
+            bleu_lowercase=args.bleu_lowercase, with_alignments=args.with_alignments,
+            alignment_layer=args.alignment_layer)
         if report is not None:
             print(report)
         return report
-    translate_stream(translator, runner.problem, attention_dir=args.attention_dir)
+    translate_stream(translator, runner.problem, attention_dir=args.attention_dir,
+                     with_alignments=args.with_alignments, alignment_layer=args.alignment_layer)
     return None
 
 

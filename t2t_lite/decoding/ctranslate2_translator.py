@@ -18,6 +18,7 @@ log-probability divided by GNMT's penalty.
 import numpy as np
 
 from t2t_lite.config import EOS_ID, PAD_ID
+from t2t_lite.decoding.alignment import default_layer, pharaoh, resolve_layer
 from t2t_lite.decoding.inputs import length_batches, max_input_tokens
 from t2t_lite.decoding.translation import Translation
 from t2t_lite.utils.errors import UserError
@@ -115,6 +116,29 @@ class CTranslate2Translator:
         if progress:
             progress.update(len(source_lists))
         return [np.asarray(result.log_probs, "float32") for result in results]
+
+    def alignments(self, source_lists, target_lists, layer=None):
+        """Like Translator.alignments, from the attention CTranslate2 returns when forced
+        through each target (target_prefix): the conversion's, the heads of the penultimate
+        decoder layer (export.ctranslate2), so that is the only layer it can align by."""
+        num_layers = self.hparams.num_decoder_layers
+        if resolve_layer(layer, num_layers) != default_layer(num_layers):
+            raise UserError(f"--alignment_layer={layer} needs the tensorflow engine: the "
+                            "CTranslate2 conversion returns the penultimate layer's attention")
+        tokens = self._tokens
+        results = [""] * len(source_lists)
+        pairs = [i for i, (source, target) in enumerate(zip(source_lists, target_lists))
+                 if source and target]
+        for chunk in length_batches([target_lists[i] for i in pairs], self.batch_size):
+            chosen = [pairs[i] for i in chunk]
+            targets = [[tokens[t] for t in target_lists[i]] for i in chosen]
+            translated = self._translator.translate_batch(
+                [[tokens[t] for t in source_lists[i][: self.max_input_tokens]] for i in chosen],
+                target_prefix=targets, beam_size=1, min_decoding_length=0, max_input_length=0,
+                max_decoding_length=max(map(len, targets)) + 1, return_attention=True)
+            for i, target, result in zip(chosen, targets, translated):
+                results[i] = pharaoh(np.asarray(result.attention[0])[: len(target)])
+        return results
 
     def _search(self, rows, input_length):
         """Rows of input_length - 1 ids -> [Translation].

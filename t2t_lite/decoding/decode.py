@@ -35,11 +35,13 @@ def read_sources_and_references(problem, sources_path, references_path=None):
 
 
 def decode_file(translator, problem, sources, source_name, *, output_path=None, n_best=None,
-                references=None, attention_dir=None, bleu_tokenize=None, bleu_lowercase=False):
+                references=None, attention_dir=None, bleu_tokenize=None, bleu_lowercase=False,
+                with_alignments=False, alignment_layer=None):
     """Translates `sources` (the lines of source_name) and writes the postprocessed translations,
     or with n_best the n best of each as `hypothesis<TAB>score` lines, to output_path (default:
-    stdout); with attention_dir, each line's attention. Returns the problem's one-line score
-    against `references` (e.g. sacreBLEU's), or None without references."""
+    stdout), each followed by <TAB> and its Pharaoh alignment with_alignments; with
+    attention_dir, each line's attention. Returns the problem's one-line score against
+    `references` (e.g. sacreBLEU's), or None without references."""
     token_lists = encode_lines(translator.vocabulary, sources, source_name,
                                translator.max_input_tokens)
     start = time.perf_counter()
@@ -54,10 +56,15 @@ def decode_file(translator, problem, sources, source_name, *, output_path=None, 
     logger.info("translated %d lines in %.1f s (%.1f sentences/s)", len(sources), elapsed,
                 len(sources) / max(elapsed, 1e-9))
     hypotheses = [texts[0].text for texts in outputs]
+    aligned = (alignments_of(translator, token_lists, candidates, alignment_layer)
+               if with_alignments else [[None] * len(t) for t in candidates])
     if n_best:
-        text = tsv_text((output.text, f"{t.score:.6f}")
-                        for texts, translations in zip(outputs, candidates)
-                        for output, t in zip(texts, translations))
+        text = tsv_text((output.text, f"{t.score:.6f}", *([alignment] if with_alignments else []))
+                        for texts, translations, alignments in zip(outputs, candidates, aligned)
+                        for output, t, alignment in zip(texts, translations, alignments))
+    elif with_alignments:
+        text = tsv_text((hypothesis, alignments[0])
+                        for hypothesis, alignments in zip(hypotheses, aligned))
     else:
         text = "".join(f"{hypothesis}\n" for hypothesis in hypotheses)
     write_output(text, output_path)
@@ -70,6 +77,19 @@ def decode_file(translator, problem, sources, source_name, *, output_path=None, 
     return problem.reference_report(hypotheses, references,
                                     repaired=sum(texts[0].repaired for texts in outputs),
                                     bleu_tokenize=bleu_tokenize, lowercase=bleu_lowercase)
+
+
+def alignments_of(translator, token_lists, candidates, layer=None):
+    """[[str]]: the Pharaoh alignment (t2t_lite.decoding.alignment) of each of the candidate
+    Translations of each source (ids), by its translator's engine; the target is the model's
+    output text as the vocabulary encodes it (before the problem's postprocess)."""
+    sources, targets = [], []
+    for tokens, translations in zip(token_lists, candidates):
+        for translation in translations:
+            sources.append(tokens)
+            targets.append(translator.vocabulary.encode_target(translation.text))
+    flat = iter(translator.alignments(sources, targets, layer))
+    return [[next(flat) for _ in translations] for translations in candidates]
 
 
 def write_output(text, output_path=None):
@@ -148,12 +168,13 @@ def write_attention(translator, token_lists, outputs, directory, numbers=None):
                    numbers=numbers)
 
 
-def translate_stream(translator, problem, lines=None, output=None, attention_dir=None):
+def translate_stream(translator, problem, lines=None, output=None, attention_dir=None,
+                     with_alignments=False, alignment_layer=None):
     """Translates each line of `lines` (bytes; default stdin) as soon as it comes, writing one
-    line to `output` (default stdout) for each: a line that cannot be translated gives an empty
-    one and a warning on stderr naming it. With attention_dir, input line N's attention goes
-    to N.png and N.npz there once its output line is written (none for a line that cannot be
-    translated), as for a file."""
+    line to `output` (default stdout) for each (with_alignments: and <TAB> its alignment): a
+    line that cannot be translated gives an empty one and a warning on stderr naming it. With
+    attention_dir, input line N's attention goes to N.png and N.npz there once its output line
+    is written (none for a line that cannot be translated), as for a file."""
     lines = lines or sys.stdin.buffer
     output = output or sys.stdout
     prompt = lines is sys.stdin.buffer and sys.stdin.isatty()
@@ -172,9 +193,13 @@ def translate_stream(translator, problem, lines=None, output=None, attention_dir
         except UserError as error:
             logger.warning("%s: its output line is empty%s", error,
                            ", and it has no attention files" if attention_dir else "")
-            print(file=output, flush=True)
+            print("\t" if with_alignments else "", file=output, flush=True)
             continue
         translation = translator.translate_tokens([tokens], line_numbers=[number])[0]
-        print(problem.postprocess(line, translation.text).text, file=output, flush=True)
+        text = problem.postprocess(line, translation.text).text
+        if with_alignments:
+            text += "\t" + alignments_of(translator, [tokens], [[translation]],
+                                         alignment_layer)[0][0]
+        print(text, file=output, flush=True)
         if attention_dir:
             write_attention(translator, [tokens], [translation.text], attention_dir, [number])

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from t2t_lite.config import EOS_ID, PAD_ID
 from t2t_lite.data.tf_vocabulary import tf_strip_mask
+from t2t_lite.decoding.alignment import pharaoh, resolve_layer
 from t2t_lite.decoding.inputs import length_batches, max_input_tokens, padded
 from t2t_lite.decoding.scoring import token_log_probs
 from t2t_lite.decoding.search import beam_search, greedy_search, search
@@ -172,6 +173,16 @@ class Translator(tf.Module):
             if progress:
                 progress.update(len(chunk))
         return results
+
+    def alignments(self, source_lists, target_lists, layer=None):
+        """[[id]] sources and their [[id]] targets, without EOS -> the Pharaoh alignment of
+        each target to its source by the heads of decoder layer `layer` (default: the
+        penultimate; see t2t_lite.decoding.alignment), from one teacher-forced pass."""
+        from t2t_lite.decoding.attention import attention_weights
+
+        layer = resolve_layer(layer, self.hparams.num_decoder_layers)
+        return [pharaoh(attention.encoder_decoder[layer].mean(axis=0)[:-1, :-1])
+                for attention in attention_weights(self, source_lists, target_lists)]
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
     def translate_strings(self, texts):

@@ -20,6 +20,7 @@ import shutil
 import numpy as np
 
 from t2t_lite.config import EOS_ID, PAD_ID, UNK_ID
+from t2t_lite.decoding.alignment import default_layer
 from t2t_lite.decoding.ctranslate2_translator import check_quantization, import_ctranslate2
 from t2t_lite.export.versions import new_version
 from t2t_lite.training.checkpoint_list import CheckpointGone
@@ -35,6 +36,9 @@ logger = logging.getLogger("t2t_lite")
 
 SENTENCEPIECE_FILE = "sentencepiece.model"
 MIN_POSITIONS = 1024  # rows of the position table, at least; outputs may not reach beyond
+# In the cached conversions' names: a conversion of an older t2t_lite (2: the alignment layer
+# added) is converted anew.
+CONVERSION_VERSION = 2
 
 
 def num_positions(hparams):
@@ -51,7 +55,8 @@ def transformer_spec(model, tokens):
     pre_norm = hparams.norm_position == "pre"
     spec = TransformerSpec.from_config(
         (hparams.num_encoder_layers, hparams.num_decoder_layers), hparams.num_heads,
-        pre_norm=pre_norm)
+        pre_norm=pre_norm, alignment_layer=default_layer(hparams.num_decoder_layers),
+        alignment_heads=hparams.num_heads)  # return_attention: all heads of the layer aligned
     spec.config.layer_norm_epsilon = hparams.layer_norm_epsilon
     spec.config.add_source_eos = True
     spec.config.decoder_start_token = spec.config.bos_token = tokens[PAD_ID]
@@ -179,7 +184,8 @@ def cached_conversion(model_dir, checkpoint, load_model, vocabulary):
 def _cache_key(model_dir, checkpoint):
     """A checkpoint's name, qualified by its directory when it is outside model_dir (e.g.
     averaged/ckpt-5), and by its index file's modification time, so a retrained model_dir
-    whose checkpoint numbers repeat is not mistaken for the old one."""
+    whose checkpoint numbers repeat is not mistaken for the old one, and by CONVERSION_VERSION,
+    so that a conversion an older t2t_lite wrote is not taken for this one's."""
     relative = os.path.relpath(checkpoint, model_dir)
     if relative.startswith(".."):
         relative = os.path.abspath(checkpoint)
@@ -187,4 +193,4 @@ def _cache_key(model_dir, checkpoint):
         stamp = os.stat(checkpoint + ".index").st_mtime_ns
     except FileNotFoundError:  # removed since it was chosen: a trainer rotating checkpoints
         raise CheckpointGone(checkpoint) from None
-    return f"{relative.strip(os.sep).replace(os.sep, '_')}-{stamp}"
+    return f"{relative.strip(os.sep).replace(os.sep, '_')}-{stamp}-v{CONVERSION_VERSION}"
