@@ -10,7 +10,7 @@ def parse_args(argv):
     from t2t_lite.export.engines import ENGINE_NAMES
 
     parser = cli.ArgumentParser(prog="t2t-lite-decoder", description=__doc__)
-    flags.add_model_flags(parser)
+    flags.add_model_flags(parser, ensemble=True)
     parser.add_argument("--decode_from_file",
                         help="source text, one sentence a line (default: read stdin "
                         "interactively)")
@@ -87,6 +87,17 @@ def parse_args(argv):
     if args.score and (args.decode_reference or args.n_best or args.attention_dir):
         parser.error("--score writes scores of given targets: drop --decode_reference, "
                      "--n_best and --attention_dir")
+    if len(args.model_dir) > 1:
+        explaining = [f"--{flag}" for flag in ("with_alignments", "attention_dir")
+                      if getattr(args, flag)]
+        if explaining:
+            parser.error(f"{explaining[0]} explains one model: pass one --model_dir")
+        if args.engine != "tensorflow":
+            parser.error("an ensemble (several --model_dir) needs the tensorflow engine: "
+                         "CTranslate2 has no ensembles")
+        if args.checkpoint_path:
+            parser.error("--checkpoint_path names one model's checkpoint: with several "
+                         "--model_dir, pass the directories to ensemble (e.g. MODEL_DIR/best)")
     if args.alignment_layer is not None and not args.with_alignments:
         parser.error("--alignment_layer needs --with_alignments")
     if args.with_alignments and (args.score or args.split):
@@ -157,7 +168,8 @@ def main(argv):
     args = parse_args(argv)
     if args.engine != "ctranslate2" or args.split:
         import_tensorflow_quietly()
-    runner = flags.runner_from_flags(args)
+    runners = flags.runners_from_flags(args)
+    runner = runners[0]
     if args.score:  # read before loading the model, so that mistakes show at once
         sources, targets = read_pairs(args.decode_from_file, args.score_targets)
     elif args.decode_from_file:
@@ -170,7 +182,12 @@ def main(argv):
 
         require_matplotlib()
     sampling = sampling_from_flags(args)  # before loading the model: a bad value shows at once
-    translator = runner.translator(checkpoint_path=args.checkpoint_path,
+    model = None
+    if len(runners) > 1:
+        from t2t_lite.decoding.ensemble import ensemble_of
+
+        model = ensemble_of(runners)
+    translator = runner.translator(model, checkpoint_path=args.checkpoint_path,
                                    batch_size=args.batch_size, engine=args.engine,
                                    quantization=args.quantization or "float32",
                                    sampling=sampling, **flags.decoding_flags(args))

@@ -13,9 +13,16 @@ def add_bleu_tokenize_flag(parser):
                         "standard; intl for paper-style comparisons on non-ASCII text)")
 
 
-def add_model_flags(parser):
-    parser.add_argument("--model_dir", required=True,
-                        help="a trained model_dir (its problem, hparams and vocabulary are used)")
+def add_model_flags(parser, ensemble=False):
+    """The flags of a trained model_dir; with `ensemble`, --model_dir may name several."""
+    if ensemble:
+        parser.add_argument("--model_dir", required=True, nargs="+", metavar="MODEL_DIR",
+                            help="a trained model_dir (its problem, hparams and vocabulary are "
+                            "used), or several with one vocabulary: an ensemble, which averages "
+                            "their log-probabilities at each step (the first one's settings)")
+    else:
+        parser.add_argument("--model_dir", required=True, help="a trained model_dir (its "
+                            "problem, hparams and vocabulary are used)")
     parser.add_argument("--checkpoint_path",
                         help="a checkpoint (e.g. MODEL_DIR/ckpt-5000) or a directory of them "
                         "(default: the latest in --model_dir)")
@@ -54,7 +61,13 @@ def decoding_flags(args):
 
 def runner_from_flags(args):
     """The Runner of --model_dir (its problem and hparams; no model loaded)."""
+    return runners_from_flags(args)[0]
+
+
+def runners_from_flags(args):
+    """The Runner of each --model_dir (one, unless add_model_flags allowed an ensemble)."""
     from t2t_lite.runner import Runner
 
     cli.import_usr_dir(args)
-    return Runner.from_model_dir(args.model_dir, args.data_dir)
+    model_dirs = args.model_dir if isinstance(args.model_dir, list) else [args.model_dir]
+    return [Runner.from_model_dir(model_dir, args.data_dir) for model_dir in model_dirs]
