@@ -13,6 +13,8 @@ class InGraphTrees(InGraphVocabulary):
     """ParsingVocabulary's twin: `words` is its SentencePiece twin; ids from `offset` on are the
     `symbols`, of the `kinds` (per id) TAG, OPEN and CLOSE."""
 
+    encodes_targets = False  # encode() reads sentences; a linearized tree is not one
+
     def __init__(self, words, symbols, kinds, offset):
         super().__init__()
         self.words = words

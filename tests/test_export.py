@@ -91,6 +91,92 @@ def test_the_exported_model_translates_exactly_as_in_process(trained_reverse, ex
     np.testing.assert_allclose(served["id_scores"], served["scores"], rtol=1e-6)
 
 
+SCORE_AND_SAMPLE = """
+import json, sys
+import tensorflow as tf
+model = tf.saved_model.load(sys.argv[1])
+pairs, id_pairs, inputs = json.loads(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
+def strings(texts):
+    return tf.constant([text.encode("utf-8", "surrogateescape") for text in texts])
+def plain(result):
+    return {name: (values.numpy().astype(str).tolist() if values.dtype == tf.string
+                   else values.numpy().tolist()) for name, values in result.items()}
+served = {"score": plain(model.signatures["score"](
+              sources=strings([s for s, _ in pairs]), targets=strings([t for _, t in pairs]))),
+          "score_ids": plain(model.signatures["score_ids"](
+              sources=tf.constant(id_pairs[0], tf.int32),
+              targets=tf.constant(id_pairs[1], tf.int32)))}
+for name, (seed, temperature, top_k, top_p) in json.loads(sys.argv[5]).items():
+    served[name] = plain(model.signatures["sample"](
+        inputs=strings(inputs), seed=tf.constant(seed, tf.int64),
+        temperature=tf.constant(temperature), top_k=tf.constant(top_k),
+        top_p=tf.constant(top_p)))
+print(json.dumps(served))
+"""
+
+
+def test_the_exported_model_scores_and_samples_as_in_process(trained_reverse, exported):
+    """`score` gives --score's numbers (token by token), `score_ids` the same from ids, each bad
+    pair one error; `sample` at top_k 1 is greedy search, repeats with its seed, gives each
+    sample the model's length-penalized log-probability (--score's, normalized as the search
+    does), and refuses settings out of range item by item."""
+    from t2t_lite.decoding.scoring import target_score
+    from t2t_lite.decoding.inputs import padded
+
+    runner = trained_reverse.runner
+    vocabulary, translator = runner.vocabulary, runner.translator()
+    good = [("1 2 3", "3 2 1"), ("4 5 6 7 0", "0 7 6 5 4"), ("9 8", "1 2 3 4 5")]
+    bad = {(INVALID_UTF8, "1"): "not valid UTF-8",
+           ("1 2", "3 x"): "expected integers 0..9 separated by spaces",
+           ("", "1"): "an empty source or target",
+           (" ".join(["3"] * 300), "1"): f"the source has more than "
+           f"{translator.max_input_tokens} tokens, the most the model reads"}
+    pairs = good + list(bad)
+    ids = [padded([vocabulary.encode(p[side]) for p in good] + [[3, 0, 4]], eos=False).tolist()
+           for side in (0, 1)]
+    inputs = ["1 2 3", "4 5 6 7 0", "", "9 8 7 6 5 4 3 2", "1 x"]
+    samplings = {"greedy": (3, 1.0, 1, 1.0), "a": (7, 2.0, 0, 0.9), "a_again": (7, 2.0, 0, 0.9),
+                 "b": (8, 2.0, 0, 0.9), "wrong": (7, 0.0, 0, 1.0)}
+    result = subprocess.run(
+        [sys.executable, "-c", SCORE_AND_SAMPLE, exported, json.dumps(pairs), json.dumps(ids),
+         json.dumps(inputs), json.dumps(samplings)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    served = json.loads(result.stdout.splitlines()[-1])
+
+    expected = translator.score_tokens([vocabulary.encode(s) for s, _ in good],
+                                       [vocabulary.encode(t) for _, t in good])
+    for name in ("score", "score_ids"):
+        scored = served[name]
+        for row, log_probs in enumerate(expected):
+            assert scored["lengths"][row] == len(log_probs)
+            np.testing.assert_allclose(scored["token_log_probs"][row][: len(log_probs)],
+                                       log_probs, atol=1e-5)
+            assert not any(scored["token_log_probs"][row][len(log_probs):])
+            assert scored["scores"][row] == pytest.approx(sum(log_probs), abs=1e-4)
+    assert served["score"]["errors"] == [""] * len(good) + list(bad.values())
+    assert served["score"]["scores"][len(good):] == [0.0] * len(bad)
+    assert served["score"]["lengths"][len(good):] == [0] * len(bad)
+    assert served["score_ids"]["errors"][-1] == ("expected token ids 2..11 without EOS, then "
+                                                 "padding (0)")
+
+    greedy = runner.translator(beam_size=1).translate(inputs[:4])
+    assert served["greedy"]["outputs"][:4] == [t.text for t in greedy]
+    np.testing.assert_allclose(served["greedy"]["scores"][:4], [t.score for t in greedy],
+                               atol=1e-5)
+    assert served["a"] == served["a_again"] and served["a"]["outputs"] != served["b"]["outputs"]
+    assert served["a"]["errors"] == ["", "", "", "", "expected integers 0..9 separated by spaces"]
+    assert served["a"]["outputs"][2] == "" and served["a"]["scores"][2] == 0.0
+    for source, text, score in zip(inputs[:4], served["a"]["outputs"], served["a"]["scores"]):
+        if source and text:
+            log_probs = translator.score_tokens([vocabulary.encode(source)],
+                                                [vocabulary.encode(text)])[0]
+            assert score == pytest.approx(target_score(log_probs, "gnmt",
+                                                       runner.hparams.alpha), abs=1e-4)
+    assert served["wrong"]["errors"] == ["expected temperature > 0, top_k >= 0 and top_p in "
+                                         "(0, 1]"] * len(inputs)
+    assert served["wrong"]["outputs"] == [""] * len(inputs)
+
+
 def test_a_sentencepiece_model_exports_with_its_tokenizer(tmp_path):
     """Tokenization and detokenization by tf_text inside the SavedModel give the in-process
     translations, in a process that only imports tensorflow_text before loading."""

@@ -84,20 +84,28 @@ LOGITS = np.log(np.array([  # rows: the previous token (PAD: none yet); columns:
 ]))  # no two tokens of a row equally probable: top-k and the nucleus are then unambiguous
 
 
-@pytest.mark.parametrize("sampling", [
-    Sampling(), Sampling(temperature=0.6), Sampling(top_k=2), Sampling(top_p=0.6),
-    Sampling(top_k=3, top_p=0.8, temperature=1.7),
-], ids=["plain", "temperature", "top_k", "top_p", "all"])
-def test_sample_frequencies_match_the_known_distribution(sampling):
+@pytest.mark.parametrize("sampling, as_tensors", [
+    (Sampling(), False), (Sampling(temperature=0.6), False), (Sampling(top_k=2), False),
+    (Sampling(top_p=0.6), False), (Sampling(top_k=3, top_p=0.8, temperature=1.7), False),
+    (Sampling(top_k=2), True), (Sampling(top_k=3, top_p=0.8, temperature=1.7), True),
+], ids=["plain", "temperature", "top_k", "top_p", "all", "top_k_tensors", "all_tensors"])
+def test_sample_frequencies_match_the_known_distribution(sampling, as_tensors):
     """40,000 samples of a 3-token output: each output's frequency is within 4.5 standard
     deviations of its exact probability, an output of probability 0 (a token outside top-k or
     the nucleus, or PAD) is never drawn, and each sample's score is its log-probability under
-    the model itself, whatever it was drawn from."""
+    the model itself, whatever it was drawn from. The same with the settings as tensors, as the
+    exported `sample` signature passes them."""
+    from t2t_lite.export.signatures import Settings
+
     rows = 40_000
     model = MarkovModel(LOGITS)
     inputs = np.tile(np.array([[2, 3, EOS_ID]], "int32"), (rows, 1))  # limit: 3 + 0 tokens
     uniforms = Sampling(seed=sampling.seed).uniforms(range(rows), 1, 3)
-    ids, scores = greedy_search(model, inputs, 0, 0.0, None, sampling, uniforms)
+    settings = sampling if not as_tensors else Settings(
+        ops.convert_to_tensor(sampling.top_k, "int32"),
+        ops.convert_to_tensor(sampling.top_p, "float32"),
+        ops.convert_to_tensor(sampling.temperature, "float32"))
+    ids, scores = greedy_search(model, inputs, 0, 0.0, None, settings, uniforms)
     ids, scores = ops.convert_to_numpy(ids), ops.convert_to_numpy(scores)
     outputs = [tuple(int(t) for t in row if t != PAD_ID) for row in ids]
     expected = exact_output_probabilities(LOGITS, sampling, 3)

@@ -20,7 +20,10 @@ def tf_strip_mask(ids):
 
 class InGraphVocabulary(tf.Module):
     """A tf.Module, so that an exported model holding it also saves the TensorFlow resources its
-    tokenizer keeps as attributes."""
+    tokenizer keeps as attributes. `encodes_targets`: whether encode() encodes target text too
+    (not a parser's trees), so that the exported model can score strings."""
+
+    encodes_targets = True
 
     def encode(self, texts):
         """tf.string [batch] -> tf.RaggedTensor int32 [batch, None]."""

@@ -56,28 +56,50 @@ class Sampling:
 def sample_tokens(log_probs, uniforms, sampling, impossible):
     """log_probs [rows, vocab] (a token the search forbids at `impossible` or below) and
     uniforms [rows] in [0, 1) -> int32 [rows]: the token each uniform picks from the
-    distribution `sampling` (a Sampling) makes of log_probs. keras.ops, traced once per
-    Sampling."""
+    distribution `sampling` makes of log_probs. keras.ops. `sampling` has top_k, top_p and
+    temperature: Python numbers (a Sampling; a filter that keeps every token is left out of the
+    trace) or scalar tensors (the exported model's `sample` signature takes them as inputs)."""
     from keras import ops
 
     possible = log_probs > impossible / 2
     scaled = ops.where(possible, log_probs / sampling.temperature, -math.inf)
     probs = ops.where(possible, ops.softmax(scaled, axis=-1), 0.0)
-    if 0 < sampling.top_k < ops.shape(log_probs)[-1]:
-        kth = ops.top_k(probs, sampling.top_k)[0][:, -1:]
-        probs = ops.where(probs >= kth, probs, 0.0)
-    if sampling.top_p < 1:
-        descending = ops.flip(ops.sort(probs, axis=-1), axis=-1)
-        cumulative = ops.cumsum(descending, axis=-1)
-        # A token is in the nucleus if the more probable ones hold less than top_p of the mass.
-        in_nucleus = cumulative - descending < sampling.top_p * cumulative[:, -1:]
-        smallest = ops.min(ops.where(in_nucleus, descending, math.inf), axis=-1, keepdims=True)
-        probs = ops.where(probs >= smallest, probs, 0.0)
+    top_k, top_p = sampling.top_k, sampling.top_p
+    vocab = ops.shape(log_probs)[-1]
+    if isinstance(top_k, int) and isinstance(top_p, (int, float)):
+        if 0 < top_k < vocab:
+            kth = ops.top_k(probs, top_k)[0][:, -1:]
+            probs = ops.where(probs >= kth, probs, 0.0)
+        if top_p < 1:
+            probs = _nucleus(probs, top_p)
+    else:
+        rank = ops.zeros_like(probs[:, :1], "int32") + ops.clip(top_k - 1, 0, vocab - 1)
+        kth = ops.take_along_axis(_descending(probs), rank, axis=1)
+        probs = ops.where((top_k > 0) & (probs < kth), 0.0, probs)
+        probs = ops.where(top_p < 1, _nucleus(probs, top_p), probs)
     cumulative = ops.cumsum(probs, axis=-1)
     beyond = cumulative > uniforms[:, None] * cumulative[:, -1:]
     # The first token whose cumulative probability passes the uniform; if rounding put the
     # uniform past the total, the last token of non-zero probability.
     nonzero = ops.cast(probs > 0, "int32")
-    last = ops.shape(probs)[-1] - 1 - ops.argmax(ops.flip(nonzero, axis=-1), axis=-1)
+    last = vocab - 1 - ops.argmax(ops.flip(nonzero, axis=-1), axis=-1)
     first = ops.argmax(ops.cast(beyond, "int32"), axis=-1)
     return ops.cast(ops.where(ops.any(beyond, axis=-1), first, last), "int32")
+
+
+def _descending(probs):
+    from keras import ops
+
+    return ops.flip(ops.sort(probs, axis=-1), axis=-1)
+
+
+def _nucleus(probs, top_p):
+    """probs [rows, vocab] with the tokens outside each row's nucleus of mass top_p zeroed."""
+    from keras import ops
+
+    descending = _descending(probs)
+    cumulative = ops.cumsum(descending, axis=-1)
+    # A token is in the nucleus if the more probable ones hold less than top_p of the mass.
+    in_nucleus = cumulative - descending < top_p * cumulative[:, -1:]
+    smallest = ops.min(ops.where(in_nucleus, descending, math.inf), axis=-1, keepdims=True)
+    return ops.where(probs >= smallest, probs, 0.0)

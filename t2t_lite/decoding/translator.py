@@ -193,11 +193,15 @@ class Translator(tf.Module):
         errors = self.tokenizer.errors(texts)
         texts = tf.where(errors == "", texts, "")
         outputs, scores = self._translate(self.tokenizer.encode(texts))
-        if self.tf_postprocess is not None:
-            return {"outputs": self.tf_postprocess(texts, outputs), "scores": scores,
-                    "errors": errors}
-        return {"outputs": self.tokenizer.decode(outputs), "scores": scores,
+        return {"outputs": self.output_strings(texts, outputs), "scores": scores,
                 "errors": errors}
+
+    def output_strings(self, texts, outputs):
+        """The text of each output (ids [batch, length]) of the tf.string `texts`, in-graph and
+        postprocessed by the problem."""
+        if self.tf_postprocess is not None:
+            return self.tf_postprocess(texts, outputs)
+        return self.tokenizer.decode(outputs)
 
     @tf.function(input_signature=[IDS], autograph=False)
     def translate_ids(self, ids):
@@ -214,23 +218,34 @@ class Translator(tf.Module):
         tf.string [batch] as translate_strings has. A row that is not token ids (an id outside
         the vocabulary, EOS, which the model adds, or padding before the end) is translated as
         an empty one with its reason, so that it does not fail the rest of the batch."""
-        size = self.vocabulary.size
-        out_of_range = (ids < 0) | (ids >= size) | (ids == EOS_ID)
-        padding_seen = tf.cumsum(tf.cast(ids == PAD_ID, tf.int32), axis=1) > 0
-        bad = tf.reduce_any(out_of_range | (padding_seen & (ids != PAD_ID)), axis=1)
-        errors = tf.where(bad, f"expected token ids 2..{size - 1} without EOS, then padding (0)",
-                          "")
-        translated = self.translate_ids(tf.where(bad[:, None], PAD_ID, ids))
+        errors = id_errors(ids, self.vocabulary.size)
+        translated = self.translate_ids(tf.where(errors[:, None] == "", ids, PAD_ID))
         return {**translated, "errors": errors}
 
     def _translate(self, tokens):
         """Ragged ids [batch, None] without EOS -> (ids [batch, length], scores [batch])."""
-        tokens = tf.cast(tokens[:, : self.max_input_tokens], tf.int32)
-        lengths = tf.cast(tokens.row_lengths(), tf.int32)
-        inputs = tf.pad(tokens.to_tensor(PAD_ID), [[0, 0], [0, 1]])
-        # EOS after each row's tokens (a ragged concat logs a oneDNN int64 error on CPU).
-        positions = tf.range(tf.shape(inputs)[1])[None, :]
-        inputs = tf.where(positions == lengths[:, None], EOS_ID, inputs)
+        inputs, lengths = eos_terminated(tokens[:, : self.max_input_tokens])
         outputs, scores = self._search(inputs)
         empty = lengths == 0
         return tf.where(empty[:, None], PAD_ID, outputs), tf.where(empty, 0.0, scores)
+
+
+def eos_terminated(tokens):
+    """Ragged ids [batch, None] without EOS -> (int32 [batch, longest + 1], each row's ids, EOS
+    and PAD; int32 [batch], the rows' lengths without EOS)."""
+    tokens = tf.cast(tokens, tf.int32)
+    lengths = tf.cast(tokens.row_lengths(), tf.int32)
+    ids = tf.pad(tokens.to_tensor(PAD_ID), [[0, 0], [0, 1]])
+    # EOS after each row's tokens (a ragged concat logs a oneDNN int64 error on CPU).
+    positions = tf.range(tf.shape(ids)[1])[None, :]
+    return tf.where(positions == lengths[:, None], EOS_ID, ids), lengths
+
+
+def id_errors(ids, size):
+    """int32 [batch, length] from a client -> tf.string [batch]: why a row is not token ids of a
+    vocabulary of `size` (an id outside it, EOS, which the model adds, or padding before the
+    end), "" for a good row."""
+    out_of_range = (ids < 0) | (ids >= size) | (ids == EOS_ID)
+    padding_seen = tf.cumsum(tf.cast(ids == PAD_ID, tf.int32), axis=1) > 0
+    bad = tf.reduce_any(out_of_range | (padding_seen & (ids != PAD_ID)), axis=1)
+    return tf.where(bad, f"expected token ids 2..{size - 1} without EOS, then padding (0)", "")

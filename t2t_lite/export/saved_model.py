@@ -6,6 +6,7 @@ Signatures:
                                                  errors: tf.string [batch]}
   translate_ids(inputs: int32 [batch, length]) -> {outputs: int32 [batch, length'], scores,
                                                    errors: tf.string [batch]}
+  score, score_ids, sample: see t2t_lite.export.signatures.
 An input that cannot be encoded (invalid UTF-8, or not symbols; for translate_ids an id outside
 the vocabulary, EOS, or padding before the end) gets the empty output, score 0 and its reason
 in `errors` ("" for the others), so one bad item does not fail a batch.
@@ -17,9 +18,10 @@ watches (t2t_lite.export.versions).
 
 import tensorflow as tf
 
+from t2t_lite.export.signatures import signatures
 from t2t_lite.export.versions import new_version
 
-SIGNATURES = ("serving_default", "translate_ids")
+SIGNATURES = ("serving_default", "translate_ids", "score", "score_ids", "sample")
 
 
 def export(translator, export_dir):
@@ -28,4 +30,5 @@ def export(translator, export_dir):
     return new_version(export_dir, lambda path: tf.saved_model.save(translator, path, signatures={
         "serving_default": translator.translate_strings,
         "translate_ids": translator.serve_ids,
+        **signatures(translator),
     }))

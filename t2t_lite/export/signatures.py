@@ -1,0 +1,129 @@
+"""The exported model's scoring and sampling signatures, tf.functions over a Translator (its
+translating ones, `serving_default` and `translate_ids`, are the Translator's own methods, which
+in-process decoding runs too).
+
+  score(sources: tf.string [batch], targets: tf.string [batch])
+    -> {scores: float32 [batch], token_log_probs: float32 [batch, length],
+        lengths: int32 [batch], errors: tf.string [batch]}
+  score_ids(sources: int32 [batch, length], targets: int32 [batch, length]) -> the same
+  sample(inputs: tf.string [batch], seed: int64, temperature: float32, top_k: int32,
+         top_p: float32) -> {outputs: tf.string [batch], scores: float32 [batch],
+                             errors: tf.string [batch]}
+
+Scores are the decoder's --score and sampling (t2t_lite.decoding.scoring, .sampling): the
+target's log-probability given the source, EOS included, and each token's (`lengths` of them
+per row, the rest 0); a sample of each input, drawn at the temperature from its top_k most
+probable tokens (0: all) and then its nucleus of mass top_p (1: all), with the model's
+length-penalized log-probability as its score. As in the translating signatures, an item that
+cannot be scored or sampled gets score 0, no output and its reason in `errors`, and the rest of
+the batch is served; sampling settings out of range are every item's error.
+"""
+
+import collections
+
+import tensorflow as tf
+
+from t2t_lite.config import PAD_ID
+from t2t_lite.decoding.scoring import token_log_probs
+from t2t_lite.decoding.search import greedy_search
+from t2t_lite.decoding.translator import IDS, eos_terminated, id_errors
+
+
+# Sampling settings as scalar tensors, for t2t_lite.decoding.sampling.sample_tokens.
+Settings = collections.namedtuple("Settings", "top_k top_p temperature")
+
+
+def _strings(name):
+    return tf.TensorSpec([None], tf.string, name=name)
+
+
+def _scalar(dtype, name):
+    return tf.TensorSpec([], dtype, name=name)
+
+
+def _first_error(*errors):
+    """The first non-empty reason of each item among `errors` (tf.string [batch] each)."""
+    first = errors[-1]
+    for reasons in reversed(errors[:-1]):
+        first = tf.where(reasons != "", reasons, first)
+    return first
+
+
+def _without(tokens, errors):
+    """Ragged ids with the rows that have an error emptied."""
+    kept = errors == ""
+    return tf.RaggedTensor.from_row_lengths(
+        tf.ragged.boolean_mask(tokens, kept).flat_values,
+        tf.where(kept, tokens.row_lengths(), tf.zeros_like(tokens.row_lengths())))
+
+
+def _score(translator, sources, targets, errors):
+    """Ragged source and target ids without EOS, and each pair's errors so far -> the `score`
+    signature's outputs."""
+    hparams = translator.hparams
+    source_lengths, target_lengths = sources.row_lengths(), targets.row_lengths()
+    longest = hparams.max_length + hparams.extra_length  # with EOS, as the decoder's --score
+    errors = _first_error(
+        errors,
+        tf.where((source_lengths == 0) | (target_lengths == 0), "an empty source or target", ""),
+        tf.where(source_lengths > translator.max_input_tokens, "the source has more than "
+                 f"{translator.max_input_tokens} tokens, the most the model reads", ""),
+        tf.where(target_lengths >= longest, f"the target has more than {longest - 1} tokens, "
+                 "the most the model writes (max_length + extra_length - 1)", ""))
+    inputs, _ = eos_terminated(_without(sources, errors))
+    outputs, lengths = eos_terminated(_without(targets, errors))
+    log_probs = tf.where(errors[:, None] == "",
+                         token_log_probs(translator.model, inputs, outputs), 0.0)
+    return {"scores": tf.reduce_sum(log_probs, axis=1), "token_log_probs": log_probs,
+            "lengths": tf.where(errors == "", lengths + 1, 0), "errors": errors}
+
+
+def signatures(translator):
+    """{name: tf.function} of the score (unless the targets are a parser's trees, which the
+    in-graph vocabulary does not encode), score_ids and sample signatures of `translator`."""
+    tokenizer, size = translator.tokenizer, translator.vocabulary.size
+
+    def score(sources, targets):
+        errors = _first_error(tokenizer.errors(sources), tokenizer.errors(targets))
+        sources, targets = (tf.where(errors == "", texts, "") for texts in (sources, targets))
+        return _score(translator, tokenizer.encode(sources), tokenizer.encode(targets), errors)
+
+    def score_ids(sources, targets):
+        errors = _first_error(id_errors(sources, size), id_errors(targets, size))
+        return _score(translator, *(tf.RaggedTensor.from_tensor(ids, padding=PAD_ID)
+                                    for ids in (sources, targets)), errors)
+
+    def sample(inputs, seed, temperature, top_k, top_p):
+        settings = Settings(top_k, top_p, temperature)
+        wrong = ~((temperature > 0) & (top_k >= 0) & (top_p > 0) & (top_p <= 1))
+        errors = _first_error(
+            tf.where(tf.fill(tf.shape(inputs), wrong), "expected temperature > 0, top_k >= 0 "
+                     "and top_p in (0, 1]", ""),
+            tokenizer.errors(inputs))
+        texts = tf.where(errors == "", inputs, "")
+        tokens, lengths = eos_terminated(
+            tokenizer.encode(texts)[:, : translator.max_input_tokens])
+        hparams = translator.hparams
+        uniforms = tf.random.stateless_uniform(
+            [tf.shape(tokens)[0], tf.shape(tokens)[1] + hparams.extra_length],
+            seed=tf.stack([seed, tf.constant(0, tf.int64)]))
+        outputs, scores = greedy_search(translator.model, tokens, hparams.extra_length,
+                                        hparams.alpha, translator.constraint, settings, uniforms)
+        empty = lengths == 0
+        outputs = tf.where(empty[:, None], PAD_ID, outputs)
+        return {"outputs": translator.output_strings(texts, outputs),
+                "scores": tf.where(empty, 0.0, scores), "errors": errors}
+
+    scorers = {"score": tf.function(
+        score, input_signature=[_strings("sources"), _strings("targets")], autograph=False)}
+    if not tokenizer.encodes_targets:  # a parser's trees: their ids only (score_ids)
+        scorers = {}
+    return {
+        **scorers,
+        "score_ids": tf.function(score_ids, input_signature=[
+            tf.TensorSpec.from_spec(IDS, name="sources"),
+            tf.TensorSpec.from_spec(IDS, name="targets")], autograph=False),
+        "sample": tf.function(sample, input_signature=[
+            _strings("inputs"), _scalar(tf.int64, "seed"), _scalar(tf.float32, "temperature"),
+            _scalar(tf.int32, "top_k"), _scalar(tf.float32, "top_p")], autograph=False),
+    }
