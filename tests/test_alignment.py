@@ -130,6 +130,26 @@ def test_n_best_samples_and_stdin_carry_alignments(trained_reverse, tmp_path, ca
         [translator.translate(["1 2 3"])[0].text, expected[0]])
 
 
+def test_a_split_writes_its_alignments_in_the_tsv(trained_reverse, tmp_path, capsys):
+    """--split=test --with_alignments: OUT.tsv gains an alignment column, each the alignment of
+    its hypothesis to its source; OUT stays the hypotheses alone, for sacreBLEU; without
+    --decode_to_file it is an error (stdout has no table)."""
+    out = str(tmp_path / "test.out")
+    code, _, err = decode(capsys, trained_reverse.model_dir, "--split=test",
+                          f"--decode_to_file={out}", "--with_alignments", "--beam_size=1")
+    assert code == 0, err
+    header, *rows = [line.split("\t") for line in open(out + ".tsv").read().splitlines()]
+    assert header == ["source", "reference", "hypothesis", "score", "alignment"]
+    runner = trained_reverse.runner
+    expected = runner.translator().alignments(
+        [runner.vocabulary.encode(source) for source, *_ in rows],
+        [runner.vocabulary.encode(hypothesis) for _, _, hypothesis, _, _ in rows])
+    assert [row[4] for row in rows] == expected
+    assert open(out).read().splitlines() == [row[2] for row in rows] and len(rows) == 500
+    code, _, err = decode(capsys, trained_reverse.model_dir, "--split=test", "--with_alignments")
+    assert code == 2 and "--with_alignments with --split writes them in OUT.tsv" in err
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--alignment_layer=0"], "--alignment_layer needs --with_alignments"),
     (["--with_alignments", "--alignment_layer=2"], "--alignment_layer=2: the model has 2 decoder "
@@ -137,8 +157,8 @@ def test_n_best_samples_and_stdin_carry_alignments(trained_reverse, tmp_path, ca
     (["--with_alignments", "--alignment_layer=-1", "--engine=ctranslate2"],
      "--alignment_layer=-1 needs the tensorflow engine: the CTranslate2 conversion returns the "
      "penultimate layer's attention"),
-    (["--with_alignments", "--score"], "--with_alignments is for translations of "
-     "--decode_from_file or stdin: drop it or --score"),
+    (["--with_alignments", "--score"], "--with_alignments is for translations, not --score's "
+     "given targets"),
 ])
 def test_alignment_mistakes_are_one_line_errors(trained_reverse, tmp_path, capsys, flags,
                                                 message):

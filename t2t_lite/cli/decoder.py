@@ -1,5 +1,7 @@
 """t2t-lite-decoder: translates a file, or lines typed on stdin, with a trained model_dir."""
 
+import functools
+
 from t2t_lite import cli
 from t2t_lite.cli import flags
 
@@ -100,9 +102,11 @@ def parse_args(argv):
                          "--model_dir, pass the directories to ensemble (e.g. MODEL_DIR/best)")
     if args.alignment_layer is not None and not args.with_alignments:
         parser.error("--alignment_layer needs --with_alignments")
-    if args.with_alignments and (args.score or args.split):
-        parser.error("--with_alignments is for translations of --decode_from_file or stdin: "
-                     f"drop it or --{'score' if args.score else 'split'}")
+    if args.with_alignments and args.score:
+        parser.error("--with_alignments is for translations, not --score's given targets")
+    if args.with_alignments and args.split and not args.decode_to_file:
+        parser.error("--with_alignments with --split writes them in OUT.tsv: give "
+                     "--decode_to_file=OUT")
     if args.batch_size < 1:
         parser.error(f"--batch_size must be positive, got {args.batch_size}")
     if args.decode_reference and not args.decode_from_file:
@@ -156,6 +160,7 @@ def main(argv):
     lines (not --split, which reads TFRecords): that imports it only if it must convert the
     checkpoint, and a cached conversion translates in a fraction of a second."""
     from t2t_lite.decoding.decode import (
+        align_texts,
         decode_file,
         read_pairs,
         read_sources_and_references,
@@ -202,7 +207,9 @@ def main(argv):
 
         with runner.problem.damaged_data_named(runner.data_dir):
             metrics, summary = score_split(
-                runner.evaluator(translator, args.split, args.bleu_tokenize), args.decode_to_file)
+                runner.evaluator(translator, args.split, args.bleu_tokenize), args.decode_to_file,
+                functools.partial(align_texts, translator, layer=args.alignment_layer)
+                if args.with_alignments else None)
         print(summary)
         return metrics
     if args.decode_from_file:

@@ -92,6 +92,13 @@ def alignments_of(translator, token_lists, candidates, layer=None):
     return [[next(flat) for _ in translations] for translations in candidates]
 
 
+def align_texts(translator, sources, outputs, layer=None):
+    """The Pharaoh alignment of each output text (as the model wrote it) to its source text."""
+    vocabulary = translator.vocabulary
+    return translator.alignments([vocabulary.encode(source) for source in sources],
+                                 [vocabulary.encode_target(output) for output in outputs], layer)
+
+
 def write_output(text, output_path=None):
     """Writes the decoder's output `text` to output_path (atomically), or else to stdout."""
     if output_path:

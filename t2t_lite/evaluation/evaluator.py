@@ -42,7 +42,10 @@ SAMPLE_SEED = 0  # the same sample at every evaluation and in every run of a mod
 TEACHER_FORCED_METRICS = ("loss", "perplexity", "accuracy")
 
 Sample = collections.namedtuple("Sample", "sources references description")
-Decoded = collections.namedtuple("Decoded", "sources references hypotheses scores repaired")
+# hypotheses: the translations as the user sees them (Problem.postprocess); outputs: as the model
+# wrote them (for parsing, linearized trees), for alignments.
+Decoded = collections.namedtuple("Decoded",
+                                 "sources references hypotheses scores repaired outputs")
 
 
 def read_sample(problem, vocabulary, data_dir, split, max_examples=None, seed=SAMPLE_SEED):
@@ -168,6 +171,10 @@ class Evaluator:
         return self._sample
 
     def search_name(self):
+        sampling = getattr(self.translator, "sampling", None)
+        if sampling:
+            return (f"sampling (top-k {sampling.top_k}, top-p {sampling.top_p}, temperature "
+                    f"{sampling.temperature}, seed {sampling.seed})")
         beam_size = self.translator.hparams.beam_size
         return "greedy" if beam_size == 1 else f"beam search of width {beam_size}"
 
@@ -182,7 +189,8 @@ class Evaluator:
         outputs = [self.problem.postprocess(source, t.text)
                    for source, t in zip(sample.sources, translations)]
         self.decoded = Decoded(sample.sources, sample.references, [o.text for o in outputs],
-                               [t.score for t in translations], sum(o.repaired for o in outputs))
+                               [t.score for t in translations], sum(o.repaired for o in outputs),
+                               [t.text for t in translations])
         return self.decoded
 
     def evaluate(self, step=None, decode=True, show_progress=False):
@@ -315,11 +323,12 @@ def format_metrics(metrics):
     return "  ".join(f"{name} {value:.4g}" for name, value in sorted(metrics.items()))
 
 
-def score_split(evaluator, output_path=None):
+def score_split(evaluator, output_path=None, align=None):
     """Translates the evaluator's sample (the decoder's --split: all of it) and scores it;
     writes the hypotheses to output_path (default: stdout) and, beside it, the sources
-    (.src), references (.ref) and all side by side with the scores (.tsv). Returns the metrics
-    and their one-line summary."""
+    (.src), references (.ref) and all side by side with the scores (.tsv), and with `align`
+    (sources, model outputs -> [alignment]) each one's alignment. Returns the metrics and their
+    one-line summary."""
     start = time.perf_counter()
     metrics = evaluator.evaluate(show_progress=True)
     decoded = evaluator.decoded
@@ -327,9 +336,13 @@ def score_split(evaluator, output_path=None):
                 time.perf_counter() - start)
     hypotheses = "".join(f"{h}\n" for h in decoded.hypotheses)
     if output_path:
-        table = tsv_text(zip(decoded.sources, decoded.references, decoded.hypotheses,
-                             (f"{score:.6f}" for score in decoded.scores)),
-                         header=["source", "reference", "hypothesis", "score"])
+        columns = [decoded.sources, decoded.references, decoded.hypotheses,
+                   [f"{score:.6f}" for score in decoded.scores]]
+        header = ["source", "reference", "hypothesis", "score"]
+        if align:
+            columns.append(align(decoded.sources, decoded.outputs))
+            header.append("alignment")
+        table = tsv_text(zip(*columns), header=header)
         for name, text in ((output_path + ".src", "".join(f"{s}\n" for s in decoded.sources)),
                            (output_path + ".ref", "".join(f"{r}\n" for r in decoded.references)),
                            (output_path + ".tsv", table), (output_path, hypotheses)):
