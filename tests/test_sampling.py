@@ -261,3 +261,15 @@ def test_ctranslate2_draws_from_the_same_distribution(trained_reverse):
     assert (counts[expected == 0] == 0).all() and (expected > 0).sum() >= 3
     sigma = np.sqrt(expected * (1 - expected) / draws)
     assert (np.abs(counts / draws - expected) <= 4.5 * sigma + 1e-12).all(), (counts, expected)
+
+
+def test_a_split_sampled_at_top_k_1_scores_as_greedy_search_and_says_it_sampled(
+        trained_reverse, capsys):
+    """--split's summary names what decoded: sampling and its settings, not the beam."""
+    code, greedy, err = decode(capsys, trained_reverse.model_dir, "--split=test", "--beam_size=1")
+    assert code == 0, err
+    code, sampled, err = decode(capsys, trained_reverse.model_dir, "--split=test",
+                                "--sampling_topk=1", "--random_seed=3")
+    assert code == 0, err
+    assert "sampling (top-k 1, top-p 1.0, temperature 1.0, seed 3)" in sampled
+    assert sampled.split("): ")[-1] == greedy.split("): ")[-1] and "greedy" in greedy
