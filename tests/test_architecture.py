@@ -22,7 +22,8 @@ LAYERS = [
     ("t2t_lite.cli",),
 ]
 # Backend-neutral: keras / keras.ops only, no TensorFlow (README "Layout").
-BACKEND_NEUTRAL = ("t2t_lite.models", "t2t_lite.decoding.search", "t2t_lite.training.loss",
+BACKEND_NEUTRAL = ("t2t_lite.models", "t2t_lite.decoding.search", "t2t_lite.decoding.sampling",
+                   "t2t_lite.decoding.ensemble", "t2t_lite.training.loss",
                    "t2t_lite.training.optimizer", "t2t_lite.model_dir", "t2t_lite.config",
                    "t2t_lite.data.vocabulary", "t2t_lite.data.corpus")
 

@@ -188,10 +188,11 @@ def main(argv):
         require_matplotlib()
     sampling = sampling_from_flags(args)  # before loading the model: a bad value shows at once
     model = None
-    if len(runners) > 1:
-        from t2t_lite.decoding.ensemble import ensemble_of
+    if len(runners) > 1:  # the first one's problem and settings, every one's latest weights
+        from t2t_lite.decoding.ensemble import Ensemble, check_one_vocabulary
 
-        model = ensemble_of(runners)
+        check_one_vocabulary([(r.model_dir, r.vocabulary) for r in runners])
+        model = Ensemble([r.restored_model() for r in runners])
     translator = runner.translator(model, checkpoint_path=args.checkpoint_path,
                                    batch_size=args.batch_size, engine=args.engine,
                                    quantization=args.quantization or "float32",

@@ -49,13 +49,12 @@ def _averaged(logits):
     return ops.mean(ops.stack(log_probs), axis=0)
 
 
-def ensemble_of(runners):
-    """The Ensemble of the latest checkpoint of each runner's model_dir (t2t_lite.runner.Runner,
-    the first one's decoding settings used), once they are known to share one vocabulary."""
-    first = runners[0]
-    for other in runners[1:]:
-        if other.vocabulary.tokens() != first.vocabulary.tokens():
-            raise UserError(f"{other.model_dir} has another vocabulary than {first.model_dir}: "
-                            "an ensemble averages the probabilities of the same tokens, so pass "
-                            "model_dirs trained on one vocabulary (see datagen --vocab_from)")
-    return Ensemble([runner.restored_model() for runner in runners])
+def check_one_vocabulary(named_vocabularies):
+    """Refuses (name, Vocabulary) pairs, e.g. of model_dirs, whose vocabularies are not the
+    first one's token for token."""
+    (first_name, first), *others = named_vocabularies
+    for name, vocabulary in others:
+        if vocabulary.tokens() != first.tokens():
+            raise UserError(f"{name} has another vocabulary than {first_name}: an ensemble "
+                            "averages the probabilities of the same tokens, so pass model_dirs "
+                            "trained on one vocabulary (see datagen --vocab_from)")
