@@ -191,6 +191,7 @@ class TrainConfig:
     """
 
     train_steps: int = 100_000  # total optimizer updates, counting those of earlier runs
+    train_minutes: float | None = None  # this run's wall-clock budget for training; None: none
     eval_every: int = 1000  # 0: only at the end
     save_every: int | None = None  # None: eval_every, or only at the end
     eval_steps: int | None = None  # dev batches per teacher-forced evaluation; None: all
@@ -226,6 +227,9 @@ class TrainConfig:
         if self.eval_decode_every and self.eval_every and self.eval_decode_every % self.eval_every:
             raise TrainConfigError(f"--eval_decode_every={self.eval_decode_every} must be a "
                                    f"multiple of --eval_every={self.eval_every}")
+        if self.train_minutes is not None and not 0 < self.train_minutes < math.inf:
+            raise TrainConfigError(f"--train_minutes must be a positive number, got "
+                                   f"{self.train_minutes}")
         if not 0 <= self.early_stopping_min_delta < math.inf:  # nan fails too
             raise TrainConfigError("--early_stopping_min_delta must be a finite number >= 0, got "
                                    f"{self.early_stopping_min_delta}")

@@ -14,6 +14,7 @@ run may change and records).
 import logging
 import os
 import re
+import time
 
 from t2t_lite import registry
 from t2t_lite.config import TRAINING_ONLY
@@ -300,8 +301,9 @@ class Runner:
         return trainer
 
     def train(self, config, *, strategy=None, trainer=None):
-        """Trains as the TrainConfig `config` says (to config.train_steps updates), checkpointing
-        and evaluating on dev along the way; returns the final evaluation.
+        """Trains as the TrainConfig `config` says (to config.train_steps updates, or for
+        config.train_minutes from now), checkpointing and evaluating on dev along the way;
+        returns the final evaluation.
 
         Resumes from the latest checkpoint in model_dir, data position included. See
         t2t_lite.evaluation.evaluator for the evaluations, the best checkpoint (best/), early
@@ -309,6 +311,7 @@ class Runner:
         worker runs this; only the chief writes into model_dir (the others write into a
         temporary directory).
         """
+        deadline = time.monotonic() + 60 * config.train_minutes if config.train_minutes else None
         tf = import_tensorflow_quietly()
         import keras
 
@@ -360,7 +363,7 @@ class Runner:
                     keep_checkpoints=config.keep_checkpoints, resume_from=resume_from,
                     save_every=config.save_interval, log_every=config.log_every,
                     periodic=[(config.eval_every, evaluate_before_the_end)],
-                    summary_dir=output_dir.summaries("train"))
+                    summary_dir=output_dir.summaries("train"), deadline=deadline)
             metrics = evaluator.final(step)
             if config.average_last or config.average_best:
                 chosen, how = evaluator.checkpoints_to_average(

@@ -394,3 +394,38 @@ def test_a_malformed_tf_config_is_named(config, problem, tmp_path, capsys, monke
                    "`t2t-lite-make-tf-configs --workers=HOST:PORT,...`, or unset it to train "
                    "on this machine alone\n")
     assert not (tmp_path / "model").exists()
+
+
+def test_a_time_budget_stops_with_a_checkpoint_then_evaluates_averages_and_resumes(
+        model_copy, short_reverse_data, capsys):
+    """--train_minutes stops a run that --train_steps would not end, after an update with a
+    checkpoint; the final evaluation and --average_last still run (an outside `timeout` skips
+    them); the same command goes on from there. A budget that is not a positive number is one
+    line."""
+    from t2t_lite.cli import trainer
+    from t2t_lite.training.checkpoint_list import checkpoint_paths, latest_step
+
+    flags = train_flags(model_copy, short_reverse_data, 1_000_000, "--train_minutes=0.05",
+                        "--average_last=2")
+    code, out, err = run_cli(trainer.main, flags, capsys)
+    assert code == 0, err
+    first = latest_step(model_copy)
+    assert 4 < first < 1_000_000 and f"final evaluation at step {first}:" in out
+    assert f"the time budget (--train_minutes) is spent: training stops at step {first}" in err
+    assert "avg/, the average of the last 2 (steps" in err
+    with open(os.path.join(model_copy, "eval", "history.json"), encoding="utf-8") as f:
+        assert json.load(f)[-1]["step"] == first
+    averaged = json.load(open(os.path.join(model_copy, "avg", "info.json"), encoding="utf-8"))
+    assert averaged["metrics"]["loss"] > 0 and f"ckpt-{first}" in json.dumps(averaged)
+
+    code, out, err = run_cli(trainer.main, flags, capsys)
+    assert code == 0, err
+    assert f"(step {first})" in err and latest_step(model_copy) > first
+    assert checkpoint_paths(model_copy)[-1].endswith(f"ckpt-{latest_step(model_copy)}")
+
+    for budget in ("0", "-1", "nan"):
+        code, _, err = run_cli(trainer.main, train_flags(
+            model_copy, short_reverse_data, 10, f"--train_minutes={budget}"), capsys)
+        errors = error_lines(err)
+        assert code == 2 and len(errors) == 1, err
+        assert "--train_minutes must be a positive number" in errors[0]

@@ -7,7 +7,6 @@ from t2t_lite.cli import flags
 
 
 def parse_args(argv):
-    from t2t_lite.decoding.ctranslate2_translator import N_BEST_NEEDS_TENSORFLOW
     from t2t_lite.decoding.scoring import NORMALIZATIONS
     from t2t_lite.export.engines import ENGINE_NAMES
 
@@ -73,14 +72,7 @@ def parse_args(argv):
     parser.add_argument("--random_seed", type=int, help="with sampling: the seed that makes the "
                         "samples repeatable (default: a new one, logged)")
     args = flags.parse_with_quantization(parser, argv, "engine", "ctranslate2")
-    sampling = [f"--{name}" for name in SAMPLING_FLAGS if getattr(args, name) is not None]
-    if args.random_seed is not None and not sampling:
-        parser.error("--random_seed seeds sampling: give --sampling_topk, --sampling_topp or "
-                     "--sampling_temperature too")
-    if sampling and args.beam_size not in (None, 1):
-        parser.error(f"{sampling[0]} draws each token instead of searching: drop --beam_size")
-    if sampling and args.score:
-        parser.error(f"--score scores given targets: drop {', '.join(sampling)}")
+    _check_sampling_ensembles_and_alignments(parser, args)
     if (args.score_targets or args.score_normalize) and not args.score:
         parser.error("--score_targets and --score_normalize need --score")
     if args.score and not args.decode_from_file:
@@ -89,6 +81,39 @@ def parse_args(argv):
     if args.score and (args.decode_reference or args.n_best or args.attention_dir):
         parser.error("--score writes scores of given targets: drop --decode_reference, "
                      "--n_best and --attention_dir")
+    if args.batch_size < 1:
+        parser.error(f"--batch_size must be positive, got {args.batch_size}")
+    if args.decode_reference and not args.decode_from_file:
+        parser.error("--decode_reference needs --decode_from_file")
+    if args.attention_dir and args.engine != "tensorflow":
+        parser.error("--attention_dir needs the tensorflow engine (CTranslate2 does not return "
+                     "attention weights)")
+    if args.split and args.attention_dir:
+        parser.error("--attention_dir is for the lines of --decode_from_file or stdin: drop it "
+                     "or --split")
+    if args.split and (args.decode_from_file or args.decode_reference):
+        parser.error("--split reads the split's sources and references from the data_dir: "
+                     "drop --decode_from_file and --decode_reference")
+    if args.n_best is not None and args.n_best < 1:
+        parser.error(f"--n_best must be positive, got {args.n_best}")
+    if args.n_best and not args.decode_from_file:
+        parser.error("--n_best needs --decode_from_file")
+    return args
+
+
+def _check_sampling_ensembles_and_alignments(parser, args):
+    """parser.error for the flags of sampling, ensembles and alignments that do not go
+    together, or with other flags."""
+    from t2t_lite.decoding.ctranslate2_translator import N_BEST_NEEDS_TENSORFLOW
+
+    sampling = [f"--{name}" for name in SAMPLING_FLAGS if getattr(args, name) is not None]
+    if args.random_seed is not None and not sampling:
+        parser.error("--random_seed seeds sampling: give --sampling_topk, --sampling_topp or "
+                     "--sampling_temperature too")
+    if sampling and args.beam_size not in (None, 1):
+        parser.error(f"{sampling[0]} draws each token instead of searching: drop --beam_size")
+    if sampling and args.score:
+        parser.error(f"--score scores given targets: drop {', '.join(sampling)}")
     if len(args.model_dir) > 1:
         explaining = [f"--{flag}" for flag in ("with_alignments", "attention_dir")
                       if getattr(args, flag)]
@@ -107,26 +132,8 @@ def parse_args(argv):
     if args.with_alignments and args.split and not args.decode_to_file:
         parser.error("--with_alignments with --split writes them in OUT.tsv: give "
                      "--decode_to_file=OUT")
-    if args.batch_size < 1:
-        parser.error(f"--batch_size must be positive, got {args.batch_size}")
-    if args.decode_reference and not args.decode_from_file:
-        parser.error("--decode_reference needs --decode_from_file")
-    if args.attention_dir and args.engine != "tensorflow":
-        parser.error("--attention_dir needs the tensorflow engine (CTranslate2 does not return "
-                     "attention weights)")
-    if args.split and args.attention_dir:
-        parser.error("--attention_dir is for the lines of --decode_from_file or stdin: drop it "
-                     "or --split")
-    if args.split and (args.decode_from_file or args.decode_reference):
-        parser.error("--split reads the split's sources and references from the data_dir: "
-                     "drop --decode_from_file and --decode_reference")
-    if args.n_best is not None and args.n_best < 1:
-        parser.error(f"--n_best must be positive, got {args.n_best}")
-    if args.n_best and not args.decode_from_file:
-        parser.error("--n_best needs --decode_from_file")
     if (args.n_best or 1) > 1 and args.engine != "tensorflow" and not sampling:
         parser.error(N_BEST_NEEDS_TENSORFLOW)
-    return args
 
 
 SAMPLING_FLAGS = ("sampling_topk", "sampling_topp", "sampling_temperature")

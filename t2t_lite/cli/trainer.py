@@ -39,6 +39,11 @@ def parse_args(argv):
     config.add_argument("--train_steps", type=int,
                         help="total optimizer updates (a resumed run continues to this; "
                         f"default {DEFAULTS['train_steps']})")
+    config.add_argument("--train_minutes", type=float, metavar="N",
+                        help="a wall-clock budget for this run: stop at the first update after "
+                        "N minutes of training (evaluations included) with a checkpoint, then "
+                        "evaluate, keep the best and average as at --train_steps; run again to "
+                        "go on")
     config.add_argument("--eval_every", type=int,
                         help=f"evaluate on dev every N updates (default {DEFAULTS['eval_every']}"
                         "; 0: only at the end)")

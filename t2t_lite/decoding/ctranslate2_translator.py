@@ -13,6 +13,12 @@ still stops once beam_size hypotheses have ended (t2t_lite's search, once no ali
 and never ends one at the first step (an empty translation, which an untrained model's t2t_lite
 search may return), so outputs can still differ in rare cases. Scores are t2t_lite's: the
 log-probability divided by GNMT's penalty.
+
+Sampling draws from the distribution t2t_lite's sampling draws from (CTranslate2's top-k, top-p
+and temperature, PAD suppressed), and its scores are asked of score_batch, so they are the
+model's. Alignments come from return_attention, which the conversion points at the layer and
+heads t2t_lite aligns by. No n-best lists of the beam (its hypotheses are the first to end, not
+the best) and no ensembles.
 """
 
 import numpy as np

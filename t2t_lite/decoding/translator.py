@@ -36,6 +36,10 @@ class Translator(tf.Module):
     A problem may add a search `constraint` (see t2t_lite.decoding.search) and `tf_postprocess`,
     the in-graph twin of its Problem.postprocess that the text signature applies:
     (sources tf.string [batch], output ids [batch, length]) -> tf.string [batch].
+
+    With `sampling` (t2t_lite.decoding.sampling.Sampling), translate_tokens and translate_n_best
+    draw samples instead of searching; the exported signatures search (sampling is their own
+    `sample` signature, t2t_lite.export.signatures). `model` may be a decoding.ensemble.Ensemble.
     """
 
     def __init__(self, model, vocabulary, hparams, batch_size=32, constraint=None,

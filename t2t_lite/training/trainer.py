@@ -15,6 +15,7 @@ data and a resumed run continues exactly where the interrupted one stopped.
 
 import logging
 import math
+import time
 
 import keras
 import tensorflow as tf
@@ -99,7 +100,8 @@ class Trainer:
         # The stop requests ride on the step's all-reduce, so every worker sees them at once
         # (placed like the statistics: a tensor from outside the replica has no device).
         stop = tf.zeros_like(sums["tokens"]) + stop
-        sums = context.all_reduce(tf.distribute.ReduceOp.SUM, {**sums, "stop_requests": stop})
+        sums = context.all_reduce(tf.distribute.ReduceOp.SUM, {
+            **sums, "stop_requests": stop[0], "out_of_time": stop[1]})
         gradients = [g / tf.maximum(sums["tokens"], 1.0) for g in gradients]
         if self.hparams.clip_grad_norm:
             gradients = self._clip(gradients, context)
@@ -115,10 +117,11 @@ class Trainer:
         scale = tf.minimum(1.0, self.hparams.clip_grad_norm / norm)
         return [g * scale for g in gradients]
 
-    def train_step(self, iterators, stop=False):
+    def train_step(self, iterators, stop=False, out_of_time=False):
         """One optimizer update from `accumulate_steps` batches of each replica's iterator (see
-        `distribute`); returns the statistics summed over replicas and micro-batches, and
-        "stop_requests": how many replicas (of all workers) were asked to `stop`."""
+        `distribute`); returns the statistics summed over replicas and micro-batches,
+        "stop_requests": how many replicas (of all workers) were asked to `stop`, and
+        "out_of_time": how many found the time budget spent."""
         if self._train_step is None:
             @tf.function
             def step(iterators, stop):
@@ -130,7 +133,7 @@ class Trainer:
                 return self.strategy.experimental_local_results(sums)[0]
 
             self._train_step = step
-        sums = self._train_step(iterators, tf.constant(float(stop)))
+        sums = self._train_step(iterators, tf.constant([float(stop), float(out_of_time)]))
         return {k: float(v) for k, v in sums.items()}
 
     def distribute(self, dataset_fn):
@@ -173,8 +176,11 @@ class Trainer:
         return summarize(sums)
 
     def train(self, dataset_fn, train_steps, *, checkpoint_dir=None, keep_checkpoints=20,
-              resume_from=None, save_every=1000, log_every=100, periodic=(), summary_dir=None):
-        """Runs updates until `train_steps` have been applied in total (resumed runs included).
+              resume_from=None, save_every=1000, log_every=100, periodic=(), summary_dir=None,
+              deadline=None):
+        """Runs updates until `train_steps` have been applied in total (resumed runs included),
+        or until the first update that ends after `deadline` (a time.monotonic() value; on any
+        worker: all stop after the same update), with a checkpoint.
 
         Continues the data where the checkpoint `resume_from` left it (when it holds the data of
         as many replicas), saves a checkpoint in checkpoint_dir every `save_every` updates and
@@ -207,18 +213,20 @@ class Trainer:
         with stop_on_signals() as signals:
             while step < train_steps:
                 previous_step = step
-                sums = self.train_step(iterators, signals.requested)
+                sums = self.train_step(iterators, signals.requested,
+                                       deadline is not None and time.monotonic() >= deadline)
                 stopping = sums.pop("stop_requests") > 0
+                out_of_time = sums.pop("out_of_time") > 0
                 step = self.step
                 if not math.isfinite(sums["loss"]):
                     raise TrainingDiverged(
                         f"the loss became {sums['loss']} at step {step}; the last good "
                         "checkpoint is kept. Lower learning_rate or raise warmup_steps with "
                         "--hparams")
-                if step == previous_step and not stopping:  # float16 gradients overflowed
-                    continue
+                if step == previous_step and not (stopping or out_of_time):
+                    continue  # float16 gradients overflowed
                 progress.add(sums)
-                if step % log_every == 0 or step == train_steps:
+                if step % log_every == 0 or step == train_steps or out_of_time:
                     metrics = progress.report(step, self.learning_rate())
                     if writer:
                         with writer.as_default(step=step):
@@ -226,10 +234,14 @@ class Trainer:
                                 tf.summary.scalar(name, value)
                 with progress.paused():
                     if checkpoints and (step % save_every == 0 or step == train_steps
-                                        or stopping):
+                                        or stopping or out_of_time):
                         save(checkpoints, step, self._checkpoint_bytes())
                     if stopping:
                         raise Stopped(signals.signal_name, step, checkpoints)
+                    if out_of_time:
+                        logger.info("the time budget (--train_minutes) is spent: training "
+                                    "stops at step %d of %d", step, train_steps)
+                        break
                     stop = [fn(step) for every, fn in periodic if every and step % every == 0]
                     if any(stop):
                         if checkpoints and step % save_every and step != train_steps:
