@@ -100,6 +100,7 @@ class HParams:
     beam_size: int = _range(4, 1, 1024)
     alpha: float = _range(0.6, 0, 10)  # length penalty ((5 + length) / 6) ** alpha
     extra_length: int = _range(50, 0, 65536)  # decode at most input length + extra_length tokens
+    min_length: int = _range(1, 0, 65536)  # tokens before EOS, at least (if the limit allows)
 
     def __post_init__(self):
         for field in dataclasses.fields(self):

@@ -72,19 +72,20 @@ def limit(inputs, extra_length):
     return int((inputs != PAD_ID).sum()) + extra_length
 
 
-def exhaustive_search(model, inputs, alpha, extra_length, top):
+def exhaustive_search(model, inputs, alpha, extra_length, top, min_length=0):
     """The `top` best (sequence, score) of one example among every EOS-terminated sequence up to
-    its length limit and every unterminated sequence of exactly that length."""
+    its length limit with at least min_length tokens before EOS, and every unterminated sequence
+    of exactly that length."""
     max_length = limit(inputs, extra_length)
     symbols = range(EOS_ID + 1, model.vocab_size)
-    sequences = [prefix + (EOS_ID,) for n in range(max_length)
+    sequences = [prefix + (EOS_ID,) for n in range(min_length, max_length)
                  for prefix in itertools.product(symbols, repeat=n)]
     sequences += list(itertools.product(symbols, repeat=max_length))
     scores = sequence_scores(model, inputs, sequences, alpha)
     return sorted(zip(sequences, scores), key=lambda pair: -pair[1])[:top]
 
 
-def reference_beam_search(model, inputs, beam_size, alpha, extra_length):
+def reference_beam_search(model, inputs, beam_size, alpha, extra_length, min_length=0):
     """tensor2tensor's alive/finished beam search for one example, written the slow plain way
     and without early stopping; returns its beam_size best (sequence, score)."""
     max_length = limit(inputs, extra_length)
@@ -93,8 +94,9 @@ def reference_beam_search(model, inputs, beam_size, alpha, extra_length):
         log_probs = next_log_probs(model, inputs, [sequence for sequence, _ in alive])
         continuations = []
         for (sequence, log_prob), row in zip(alive, log_probs):
-            finished.append((sequence + (EOS_ID,),
-                             (log_prob + row[EOS_ID]) / penalty(step + 1, alpha)))
+            if step >= min_length:
+                finished.append((sequence + (EOS_ID,),
+                                 (log_prob + row[EOS_ID]) / penalty(step + 1, alpha)))
             continuations += [(sequence + (token,), log_prob + row[token])
                               for token in range(EOS_ID + 1, len(row))]
         alive = sorted(continuations, key=lambda pair: -pair[1])[:beam_size]
@@ -104,11 +106,14 @@ def reference_beam_search(model, inputs, beam_size, alpha, extra_length):
     return finished
 
 
-def reference_greedy_search(model, inputs, alpha, extra_length):
-    """(sequence, score) of one example: the most probable next token until EOS or the limit."""
+def reference_greedy_search(model, inputs, alpha, extra_length, min_length=0):
+    """(sequence, score) of one example: the most probable next token until EOS or the limit,
+    EOS not before min_length tokens."""
     sequence, log_prob = (), 0.0
     while len(sequence) < limit(inputs, extra_length) and EOS_ID not in sequence:
         row = next_log_probs(model, inputs, [sequence])[0]
+        if len(sequence) < min_length:
+            row[EOS_ID] = -np.inf
         sequence += (int(row.argmax()),)
         log_prob += row.max()
     return sequence, log_prob / penalty(len(sequence), alpha)

@@ -42,6 +42,22 @@ def random_model(vocab_size, seed=0, rare_eos=False):
                                                              vocab_size).create_variables()
 
 
+def eos_prone_model(vocab_size, seed, bias=3.0):
+    """A random model that likes to stop, as a half-trained one's EOS bias: its best output is
+    often empty or cut short. In its weights (so that a CTranslate2 conversion has it too): the
+    last norm's offset is 1 everywhere and EOS's embedding gains bias/d_model everywhere, so
+    EOS's logit gains about `bias`, more or less with the prefix (PAD's loses as much: PAD is
+    never output, and a model that prefers it is another test's)."""
+    model = random_model(vocab_size, seed)
+    d_model = model.hparams.d_model
+    model.decoder_layers[-1].feed_forward_norm.beta.assign(np.ones(d_model, "float32"))
+    embeddings = model.embedding.embeddings.numpy()
+    embeddings[EOS_ID] += bias / d_model
+    embeddings[PAD_ID] -= bias / d_model
+    model.embedding.embeddings.assign(embeddings)
+    return model
+
+
 def padded(rows):
     """Rows of symbol ids -> EOS-terminated, PAD-padded int32 inputs."""
     length = max(len(r) for r in rows) + 1
@@ -98,6 +114,41 @@ def test_the_decoders_n_best_are_the_k_best_of_an_exhaustive_search(tmp_path):
         np.testing.assert_allclose(np.float64(scores), [score for _, score in expected],
                                    rtol=1e-5, atol=2e-6)
     assert len({text for text, _ in rows}) > k  # the lists differ from line to line
+
+
+@pytest.mark.parametrize("min_length", [1, 2])
+def test_a_minimum_length_is_searched_exactly(min_length):
+    """On a model that prefers to stop, EOS before min_length tokens is never chosen: a 27-wide
+    beam finds the exact top 27 of the exhaustive search under the same rule, greedy search the
+    reference's, and the rule changes what the search finds (without it, outputs end early)."""
+    model = eos_prone_model(vocab_size=5, seed=3)
+    inputs = padded([[2, 3], [4]])
+    ids, scores = beam_search(model, inputs, 27, 0.6, 1, min_length=min_length)
+    greedy_ids, greedy_scores = search(model, inputs, 1, 0.6, 1, min_length=min_length)
+    unconstrained, _ = search(model, inputs, 1, 0.6, 1)
+    for row in range(len(inputs)):
+        expected = exhaustive_search(model, inputs[row], 0.6, 1, 27, min_length)
+        assert_same_hypotheses(hypotheses(ids[row], scores[row]), expected)
+        assert all(len(sequence) > min_length for sequence, _ in expected)
+        sequence, score = reference_greedy_search(model, inputs[row], 0.6, 1, min_length)
+        assert as_sequence(greedy_ids[row]) == sequence
+        assert float(greedy_scores[row]) == pytest.approx(score, rel=1e-4, abs=1e-5)
+    assert [len(as_sequence(row)) for row in ops.convert_to_numpy(unconstrained)] == [1, 1]
+
+
+def test_a_non_empty_input_never_gets_an_empty_output_by_default():
+    """The hparams' min_length (1) keeps the translator's outputs non-empty, beam and greedy,
+    on a model whose best output for most inputs is the empty one (min_length=0 shows it)."""
+    model = eos_prone_model(vocab_size=12, seed=4, bias=6.0)
+    vocabulary = SymbolVocabulary(10)
+    sources = ["1 2 3", "4", "5 6 7 8", "9 9", "0 1 0"]
+    for beam_size in (1, 4):
+        hparams = HParams(beam_size=beam_size, extra_length=3)
+        assert hparams.min_length == 1
+        translated = Translator(model, vocabulary, hparams).translate(sources)
+        assert all(t.text for t in translated)
+        empty = Translator(model, vocabulary, hparams.replace(min_length=0)).translate(sources)
+        assert sum(not t.text for t in empty) >= 3
 
 
 def test_a_file_of_many_batch_shapes_traces_the_search_once():

@@ -35,6 +35,9 @@ def add_model_flags(parser, ensemble=False):
     parser.add_argument("--extra_length", type=int,
                         help="outputs have at most input length + this many tokens "
                         "(default: hparams, 50)")
+    parser.add_argument("--min_length", type=int,
+                        help="outputs have at least this many tokens before EOS, if their limit "
+                        "allows (default: hparams, 1: never empty; 0: no minimum)")
     parser.add_usr_dir_flag("the problem the model was trained on")
 
 
@@ -56,7 +59,8 @@ def parse_with_quantization(parser, argv, flag, value):
 
 def decoding_flags(args):
     """The decoding hparams the flags change (None keeps the model_dir's)."""
-    return {"beam_size": args.beam_size, "alpha": args.alpha, "extra_length": args.extra_length}
+    return {"beam_size": args.beam_size, "alpha": args.alpha, "extra_length": args.extra_length,
+            "min_length": args.min_length}
 
 
 def runner_from_flags(args):

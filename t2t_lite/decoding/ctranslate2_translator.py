@@ -9,10 +9,10 @@ Beam search: CTranslate2's length penalty (log-probability / length ** alpha) is
 finished hypotheses with their log-probabilities, and the engine picks the one GNMT's penalty
 ranks first, as t2t_lite's search does (the same beam-4 translation for all 500 sentences of a
 trained toy model; CTranslate2's own penalty at the best-matching exponent, 80%). CTranslate2
-still stops once beam_size hypotheses have ended (t2t_lite's search, once no alive one can win)
-and never ends one at the first step (an empty translation, which an untrained model's t2t_lite
-search may return), so outputs can still differ in rare cases. Scores are t2t_lite's: the
-log-probability divided by GNMT's penalty.
+still stops once beam_size hypotheses have ended (t2t_lite's search, once no alive one can win),
+so outputs can still differ in rare cases. Scores are t2t_lite's: the log-probability divided by
+GNMT's penalty. The minimum length is min_decoding_length; as CTranslate2 then renormalizes
+without EOS, the hypotheses' log-probabilities are asked of score_batch (_model_log_probs).
 
 Sampling draws from the distribution t2t_lite's sampling draws from (CTranslate2's top-k, top-p
 and temperature, PAD suppressed), and its scores are asked of score_batch, so they are the
@@ -162,29 +162,63 @@ class CTranslate2Translator:
                 [[self._tokens[i] for i in row] for row in batch], beam_size=beam_size,
                 num_hypotheses=beam_size, length_penalty=0.0,
                 max_decoding_length=input_length + self.hparams.extra_length,
-                min_decoding_length=0, max_input_length=0, return_scores=True,
-                return_end_token=True, suppress_sequences=suppress)
+                min_decoding_length=self.hparams.min_length, max_input_length=0,
+                return_scores=True, return_end_token=True, suppress_sequences=suppress)
 
-        def best(result):
-            """(score, ids) of the hypothesis that GNMT's length penalty ranks first."""
-            return max(((log_prob / _penalty(len(tokens), alpha),
-                         [self._ids[token] for token in tokens])
-                        for tokens, log_prob in zip(result.hypotheses, result.scores)),
-                       key=lambda scored: scored[0])
+        def ranked(batch, results, suppressed=False):
+            """(score, ids) of the hypothesis of each result that GNMT's length penalty ranks
+            first, by the model's log-probabilities (see _model_log_probs)."""
+            hypotheses = [[[self._ids[token] for token in tokens] for tokens in r.hypotheses]
+                          for r in results]
+            min_length = self.hparams.min_length
+            if min_length == 0 or (min_length == 1 and not suppressed):
+                # EOS is left out of the first step's softmax only, for every hypothesis alike:
+                # its share there is put back (log(1 - P(EOS first))), without rescoring.
+                shares = (np.log1p(-np.exp(self._first_eos_log_probs(batch))) if min_length
+                          else np.zeros(len(batch)))
+                log_probs = [[score + share for score in r.scores]
+                             for r, share in zip(results, shares)]
+            else:
+                log_probs = self._model_log_probs(batch, hypotheses)
+            return [max(((log_prob / _penalty(len(ids), alpha), ids)
+                         for ids, log_prob in zip(row_hypotheses, row_log_probs)),
+                        key=lambda scored: scored[0])
+                    for row_hypotheses, row_log_probs in zip(hypotheses, log_probs)]
 
-        results = [best(result) for result in search(rows)]
+        results = ranked(rows, search(rows))
         with_pad = [i for i, (_, ids) in enumerate(results) if PAD_ID in ids]
         if with_pad:
-            for i, result in zip(with_pad, search([rows[i] for i in with_pad], [[pad]])):
-                results[i] = best(result)
+            again = [rows[i] for i in with_pad]
+            for i, result in zip(with_pad, ranked(again, search(again, [[pad]]), True)):
+                results[i] = result
         return [Translation(self.vocabulary.decode(ids), score) for score, ids in results]
+
+    def _first_eos_log_probs(self, rows):
+        """log P(EOS first | row) of each row (ids without EOS)."""
+        tokens = self._tokens
+        return [result.log_probs[0] for result in self._translator.score_batch(
+            [[tokens[i] for i in row] for row in rows], [[] for _ in rows],
+            max_batch_size=self.batch_size, max_input_length=0)]
+
+    def _model_log_probs(self, rows, hypotheses):
+        """The model's log-probability of each of the hypotheses (ids, ending with EOS unless
+        cut at their limit) of each row, from score_batch. CTranslate2's own scores leave out
+        the share of a token it forbids (EOS before min_decoding_length, a suppressed PAD), as
+        it renormalizes without it; t2t_lite's never do."""
+        flat = [ids for row_hypotheses in hypotheses for ids in row_hypotheses]
+        ended = [bool(ids) and ids[-1] == EOS_ID for ids in flat]
+        log_probs = self.score_tokens(
+            [row for row, row_hypotheses in zip(rows, hypotheses) for _ in row_hypotheses],
+            [ids[:-1] if end else ids for ids, end in zip(flat, ended)])
+        sums = iter(float(np.sum(p[: len(ids)])) for p, ids in zip(log_probs, flat))
+        return [[next(sums) for _ in row_hypotheses] for row_hypotheses in hypotheses]
 
     def _sample(self, rows, input_length, n, first_line):
         """Rows of input_length - 1 ids -> n samples of each, as [Translation] best first.
 
         PAD is removed from the softmax (suppress_sequences), which is what t2t_lite's
-        sampling draws from too; the scores, which would then lack PAD's share, are asked of
-        score_batch instead, so that they are the model's, as the TensorFlow engine's are."""
+        sampling draws from too; the scores, which would then lack PAD's share, are the model's
+        (_model_log_probs), as the TensorFlow engine's are."""
         import ctranslate2
 
         sampling, tokens = self.sampling, self._tokens
@@ -194,20 +228,17 @@ class CTranslate2Translator:
             sources, beam_size=1, num_hypotheses=n, sampling_topk=sampling.top_k,
             sampling_topp=sampling.top_p, sampling_temperature=sampling.temperature,
             max_decoding_length=input_length + self.hparams.extra_length,
-            min_decoding_length=0, max_input_length=0, return_end_token=True,
-            suppress_sequences=[[tokens[PAD_ID]]])
-        samples = [[self._ids[token] for token in hypothesis] for result in results
-                   for hypothesis in result.hypotheses]
-        ended = [bool(ids) and ids[-1] == EOS_ID for ids in samples]
-        log_probs = self.score_tokens([row for row, result in zip(rows, results)
-                                       for _ in result.hypotheses],
-                                      [ids[:-1] if end else ids
-                                       for ids, end in zip(samples, ended)])
-        scored = iter((float(np.sum(p[: len(ids)])) / _penalty(len(ids), self.hparams.alpha),
-                       ids) for p, ids in zip(log_probs, samples))
+            min_decoding_length=self.hparams.min_length, max_input_length=0,
+            return_end_token=True, suppress_sequences=[[tokens[PAD_ID]]])
+        samples = [[[self._ids[token] for token in hypothesis] for hypothesis in r.hypotheses]
+                   for r in results]
+        alpha = self.hparams.alpha
         return [[Translation(self.vocabulary.decode(ids), score) for score, ids in
-                 sorted((next(scored) for _ in result.hypotheses), key=lambda s: -s[0])]
-                for result in results]
+                 sorted(((log_prob / _penalty(len(ids), alpha), ids)
+                         for ids, log_prob in zip(row_samples, row_log_probs)),
+                        key=lambda scored: -scored[0])]
+                for row_samples, row_log_probs in zip(samples,
+                                                      self._model_log_probs(rows, samples))]
 
 
 def _penalty(length, alpha):

@@ -10,6 +10,10 @@ share of the softmax: scores are the model's own probabilities.
 Greedy search also draws samples (t2t_lite.decoding.sampling) instead of taking the most
 probable token.
 
+No hypothesis ends before `min_length` tokens (EOS gets probability 0 until then, as fairseq's
+and CTranslate2's minimum length does; 1 keeps an output from being empty), unless its limit
+comes first.
+
 Scores are as in tensor2tensor: the log-probability of the hypothesis (EOS included) divided by
 GNMT's length penalty ((5 + length) / 6) ** alpha (Wu et al. 2016).
 
@@ -37,13 +41,15 @@ def length_penalty(length, alpha):
     return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
 
 
-def search(model, inputs, beam_size, alpha, extra_length, constraint=None):
+def search(model, inputs, beam_size, alpha, extra_length, constraint=None, min_length=0):
     """inputs [B, S] (EOS-terminated, PAD-padded) -> (ids [B, S + extra_length], scores [B]):
     the best hypothesis of each example, by beam search, or greedy search when beam_size is 1
     (as tensor2tensor does: a one-wide beam that sets finished hypotheses aside is not greedy)."""
     if beam_size == 1:
-        return greedy_search(model, inputs, extra_length, alpha, constraint)
-    ids, scores = beam_search(model, inputs, beam_size, alpha, extra_length, constraint)
+        return greedy_search(model, inputs, extra_length, alpha, constraint,
+                             min_length=min_length)
+    ids, scores = beam_search(model, inputs, beam_size, alpha, extra_length, constraint,
+                              min_length)
     return ids[:, 0], scores[:, 0]
 
 
@@ -118,7 +124,7 @@ class _BeamState(NamedTuple):
 
 
 def greedy_search(model, inputs, extra_length, alpha=0.0, constraint=None, sampling=None,
-                  uniforms=None):
+                  uniforms=None, min_length=0):
     """inputs [B, S] -> (ids [B, S + extra_length], scores [B]): the most probable token at each
     step, or with `sampling` (a t2t_lite.decoding.sampling.Sampling) the token that
     uniforms[:, step] draws (uniforms [B, S + extra_length] in [0, 1)); each row EOS-terminated
@@ -138,8 +144,9 @@ def greedy_search(model, inputs, extra_length, alpha=0.0, constraint=None, sampl
     def body(state):
         step, finished = state.step, state.finished
         logits, cache = model.decode_step(state.previous, step, state.cache)
-        step_log_probs = ops.where(ops.arange(ops.shape(logits)[-1]) == PAD_ID, _INVALID,
-                                   ops.log_softmax(logits, axis=-1))
+        ids = ops.arange(ops.shape(logits)[-1])
+        never = (ids == PAD_ID) | ((ids == EOS_ID) & (step < min_length))
+        step_log_probs = ops.where(never, _INVALID, ops.log_softmax(logits, axis=-1))
         step_log_probs = _constrain(constraint, step_log_probs, state.constraint_state, step,
                                     limits)
         if sampling is None:
@@ -162,7 +169,7 @@ def greedy_search(model, inputs, extra_length, alpha=0.0, constraint=None, sampl
     return end.outputs, end.log_probs / length_penalty(ops.maximum(end.lengths, 1), alpha)
 
 
-def beam_search(model, inputs, beam_size, alpha, extra_length, constraint=None):
+def beam_search(model, inputs, beam_size, alpha, extra_length, constraint=None, min_length=0):
     """inputs [B, S] -> (ids [B, beam_size, S + extra_length], scores [B, beam_size]): the
     beam_size best finished hypotheses of each example, best first (tensor2tensor's algorithm).
 
@@ -212,8 +219,8 @@ def beam_search(model, inputs, beam_size, alpha, extra_length, constraint=None):
                                                                  "int32"))
         eos_log_probs = alive_log_probs + ops.reshape(ops.take(log_probs, EOS_ID, axis=1),
                                                       (batch, beam_size))
-        eos_scores = ops.where(alive_valid & (eos_log_probs > _INVALID / 2),
-                               eos_log_probs / penalty, _INVALID)
+        eos_scores = ops.where(alive_valid & (eos_log_probs > _INVALID / 2)
+                               & (step >= min_length), eos_log_probs / penalty, _INVALID)
 
         # The beam_size best continuations other than EOS and PAD of all beams together are
         # among each beam's beam_size + 2 best tokens.

@@ -27,7 +27,7 @@ UNIFORMS = tf.TensorSpec([None, None], tf.float32, name="uniforms")
 
 class Translator(tf.Module):
     """Translates with `model` and `vocabulary` by the decoding hparams (beam_size, alpha,
-    extra_length) and the input limit max_length.
+    extra_length, min_length) and the input limit max_length.
 
     Scores are the length-penalized log-probabilities of the outputs (see
     t2t_lite.decoding.search); an empty input has the empty output and score 0. A tf.Module, so
@@ -59,7 +59,7 @@ class Translator(tf.Module):
         # small and load-dependent (benchmarks/RESULTS.md).
         self._search = tf.function(
             lambda inputs: search(model, inputs, hparams.beam_size, hparams.alpha,
-                                  hparams.extra_length, constraint),
+                                  hparams.extra_length, constraint, hparams.min_length),
             input_signature=[IDS], autograph=False)
         self.constraint = constraint
         self.sampling = sampling
@@ -120,7 +120,7 @@ class Translator(tf.Module):
             self._n_best_search = tf.function(  # traced once, as _search is
                 lambda inputs: beam_search(self.model, inputs, self.hparams.beam_size,
                                            self.hparams.alpha, self.hparams.extra_length,
-                                           self.constraint),
+                                           self.constraint, self.hparams.min_length),
                 input_signature=[IDS], autograph=False)
         return self._search_nonempty(token_lists, n, progress,
                                      lambda indices, inputs: self._n_best_search(inputs))
@@ -132,7 +132,7 @@ class Translator(tf.Module):
             self._sample = tf.function(  # traced once, as _search is
                 lambda inputs, uniforms: greedy_search(
                     self.model, inputs, self.hparams.extra_length, self.hparams.alpha,
-                    self.constraint, self.sampling, uniforms),
+                    self.constraint, self.sampling, uniforms, self.hparams.min_length),
                 input_signature=[IDS, UNIFORMS], autograph=False)
         uniforms = self.sampling.uniforms([line_numbers[i] for i in indices], n,
                                           inputs.shape[1] + self.hparams.extra_length)

@@ -108,7 +108,8 @@ def signatures(translator):
             [tf.shape(tokens)[0], tf.shape(tokens)[1] + hparams.extra_length],
             seed=tf.stack([seed, tf.constant(0, tf.int64)]))
         outputs, scores = greedy_search(translator.model, tokens, hparams.extra_length,
-                                        hparams.alpha, translator.constraint, settings, uniforms)
+                                        hparams.alpha, translator.constraint, settings, uniforms,
+                                        hparams.min_length)
         empty = lengths == 0
         outputs = tf.where(empty[:, None], PAD_ID, outputs)
         return {"outputs": translator.output_strings(texts, outputs),
