@@ -26,6 +26,7 @@ import numpy as np
 from t2t_lite.config import EOS_ID, PAD_ID
 from t2t_lite.decoding.alignment import default_layer, pharaoh, resolve_layer
 from t2t_lite.decoding.inputs import length_batches, max_input_tokens
+from t2t_lite.decoding.scoring import gnmt_penalty
 from t2t_lite.decoding.translation import Translation
 from t2t_lite.utils.errors import UserError
 
@@ -180,7 +181,7 @@ class CTranslate2Translator:
                              for r, share in zip(results, shares)]
             else:
                 log_probs = self._model_log_probs(batch, hypotheses)
-            return [max(((log_prob / _penalty(len(ids), alpha), ids)
+            return [max(((log_prob / gnmt_penalty(len(ids), alpha), ids)
                          for ids, log_prob in zip(row_hypotheses, row_log_probs)),
                         key=lambda scored: scored[0])
                     for row_hypotheses, row_log_probs in zip(hypotheses, log_probs)]
@@ -234,13 +235,8 @@ class CTranslate2Translator:
                    for r in results]
         alpha = self.hparams.alpha
         return [[Translation(self.vocabulary.decode(ids), score) for score, ids in
-                 sorted(((log_prob / _penalty(len(ids), alpha), ids)
+                 sorted(((log_prob / gnmt_penalty(len(ids), alpha), ids)
                          for ids, log_prob in zip(row_samples, row_log_probs)),
                         key=lambda scored: -scored[0])]
                 for row_samples, row_log_probs in zip(samples,
                                                       self._model_log_probs(rows, samples))]
-
-
-def _penalty(length, alpha):
-    """GNMT's length penalty, as t2t_lite.decoding.search.length_penalty."""
-    return ((5 + length) / 6) ** alpha

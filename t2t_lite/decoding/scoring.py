@@ -27,6 +27,12 @@ def token_log_probs(model, inputs, targets):
     return ops.where(targets != PAD_ID, picked, 0.0)
 
 
+def gnmt_penalty(length, alpha):
+    """GNMT's length penalty ((5 + length) / 6) ** alpha in plain Python, for engines without
+    Keras (t2t_lite.decoding.search.length_penalty is its keras.ops twin, in the search)."""
+    return math.pow((5 + length) / 6, alpha)
+
+
 def target_score(log_probs, normalize="none", alpha=0.0):
     """The score of a target whose tokens (EOS included) have `log_probs`: their sum
     ("none"), their mean ("length"), or the sum divided by GNMT's length penalty
@@ -35,5 +41,5 @@ def target_score(log_probs, normalize="none", alpha=0.0):
     if normalize == "length":
         return total / len(log_probs)
     if normalize == "gnmt":
-        return total / math.pow((5 + len(log_probs)) / 6, alpha)
+        return total / gnmt_penalty(len(log_probs), alpha)
     return total

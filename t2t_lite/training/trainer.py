@@ -179,8 +179,8 @@ class Trainer:
               resume_from=None, save_every=1000, log_every=100, periodic=(), summary_dir=None,
               deadline=None):
         """Runs updates until `train_steps` have been applied in total (resumed runs included),
-        or until the first update that ends after `deadline` (a time.monotonic() value; on any
-        worker: all stop after the same update), with a checkpoint.
+        or until the first update that starts after `deadline` (a time.monotonic() value; on
+        any worker: all stop after the same update), with a checkpoint.
 
         Continues the data where the checkpoint `resume_from` left it (when it holds the data of
         as many replicas), saves a checkpoint in checkpoint_dir every `save_every` updates and
