@@ -27,8 +27,8 @@ class HParamsError(UserError, ValueError):
 # Hparams that change how a model trains but none of its variables, so that a resumed run may
 # change them (e.g. a lower learning_rate after the loss diverged, or float16 to go faster).
 TRAINING_ONLY = ("dropout", "attention_dropout", "relu_dropout", "batch_size", "label_smoothing",
-                 "learning_rate", "warmup_steps", "clip_grad_norm", "accumulate_steps",
-                 "precision")
+                 "learning_rate", "peak_learning_rate", "warmup_steps", "clip_grad_norm",
+                 "accumulate_steps", "precision")
 # Hparams that define the function a model's weights compute: a model started from another's
 # weights (the trainer's --init_from) must have the same values.
 ARCHITECTURE = ("num_encoder_layers", "num_decoder_layers", "d_model", "d_ff", "num_heads",
@@ -89,6 +89,9 @@ class HParams:
     label_smoothing: float = _probability(0.1)
     # Multiplies d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).
     learning_rate: float = _range(1.0, 0, above=True)
+    # The schedule's value at its peak (step warmup_steps) instead: fairseq's inverse_sqrt
+    # `--lr`, the same curve. 0: learning_rate * d_model^-0.5 * warmup_steps^-0.5.
+    peak_learning_rate: float = _range(0.0, 0)
     warmup_steps: int = _range(4000, 1, INT32_MAX)
     adam_beta1: float = _probability(0.9)
     adam_beta2: float = _probability(0.98)
@@ -118,9 +121,21 @@ class HParams:
             wrong = self.out_of_range(field.name, value)
             if wrong:
                 raise HParamsError(f"hparam {field.name} {wrong}, got {value}")
+        if self.peak_learning_rate and self.learning_rate != 1.0:
+            raise HParamsError(f"set learning_rate={self.learning_rate} (a multiplier on the "
+                               f"paper's schedule) or peak_learning_rate="
+                               f"{self.peak_learning_rate} (its peak), not both")
         if self.d_model % self.num_heads:
             raise HParamsError(f"d_model={self.d_model} must be divisible by "
                                f"num_heads={self.num_heads}")
+
+    @property
+    def schedule_multiplier(self):
+        """The factor on the paper's d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) that
+        gives learning_rate, or peak_learning_rate at step warmup_steps."""
+        if self.peak_learning_rate:
+            return self.peak_learning_rate * (self.d_model * self.warmup_steps) ** 0.5
+        return self.learning_rate
 
     @classmethod
     def out_of_range(cls, name, value):

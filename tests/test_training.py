@@ -32,6 +32,19 @@ def test_schedule_peak_matches_the_paper_and_survives_serialization():
     assert float(restored(99_999)) == pytest.approx(paper_rate(100_000), rel=1e-6)
 
 
+@pytest.mark.parametrize("step", [1, 500, 1000, 4000, 100_000])
+def test_a_peak_learning_rate_gives_fairseqs_inverse_sqrt_schedule(step):
+    """peak_learning_rate=P: P * min(step / warmup, sqrt(warmup / step)), fairseq's
+    inverse_sqrt with --lr P, on the optimizer create_optimizer makes."""
+    hparams = HParams(d_model=128, warmup_steps=1000, peak_learning_rate=5e-3)
+    optimizer = create_optimizer(hparams)
+    optimizer.iterations.assign(step - 1)
+    expected = 5e-3 * min(step / 1000, (1000 / step) ** 0.5)
+    assert float(optimizer.learning_rate) == pytest.approx(expected, rel=1e-5)
+    with pytest.raises(ValueError, match="not both"):
+        hparams.replace(learning_rate=2.0)
+
+
 def test_smoothed_cross_entropy_equals_the_explicit_distribution():
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(2, 5, VOCAB)).astype("float32")
