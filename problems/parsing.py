@@ -18,6 +18,7 @@ from t2t_lite.data.problem import Postprocessed, Problem
 from t2t_lite.data.vocabulary import SentencePieceVocabulary
 from t2t_lite.evaluation import evalb
 from t2t_lite.problems.own_files import OwnFilesProblem, check_new_name
+from t2t_lite.problems.tag_dictionary import word_tags_of
 from t2t_lite.problems.translate import sentencepiece_path
 from t2t_lite.problems.tree_vocabulary import ParsingVocabulary, symbols_path
 from t2t_lite.problems.trees import clean, delinearize, linearize, read_trees, treebank_files
@@ -82,18 +83,22 @@ class ParsingProblem(Problem):
                                 f"{self.vocab_size} asked for: use another --data_dir, or "
                                 f"delete {data_dir}/{self.name}* to rebuild")
             return vocabulary
-        sentences, tags, labels = [], set(), set()
+        sentences, tags, labels, train_trees = [], set(), set(), []
         for split in self.splits():
             for tree in self.trees(split, raw_dir):
                 if split == "train":
                     sentences.append(" ".join(tree.words()))
+                    train_trees.append(tree)
                 tags.update(leaf.label for leaf in tree.preterminals())
                 labels.update(symbol for symbol in linearize(tree) if symbol.startswith("/"))
         labels = {label[1:] for label in labels}
-        logger.info("%s: %d tags and %d labels; training a %d-piece vocabulary on %s sentences",
-                    self.name, len(tags), len(labels), self.vocab_size, f"{len(sentences):,}")
+        word_tags = word_tags_of(train_trees)
+        logger.info("%s: %d tags and %d labels, a tag dictionary of %s training words; training "
+                    "a %d-piece vocabulary on %s sentences", self.name, len(tags), len(labels),
+                    f"{len(word_tags):,}", self.vocab_size, f"{len(sentences):,}")
         write_text_atomically(symbols_path(data_dir, self.name), json.dumps(
-            {"tags": sorted(tags), "labels": sorted(labels)}, indent=1) + "\n")
+            {"tags": sorted(tags), "labels": sorted(labels), "word_tags": word_tags},
+            indent=1, ensure_ascii=False) + "\n")
         SentencePieceVocabulary.train(path, sentences, self.vocab_size)
         return self.vocabulary(data_dir)
 

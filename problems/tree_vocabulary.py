@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from t2t_lite.data.vocabulary import SentencePieceVocabulary, Vocabulary, strip_ids
+from t2t_lite.problems.tag_dictionary import TagDictionary
 from t2t_lite.utils.errors import UserError
 
 # Kinds of ids, for the constraint and the in-graph trees.
@@ -20,7 +21,9 @@ OTHER, TAG, OPEN, CLOSE = 0, 1, 2, 3
 
 
 class ParsingVocabulary(Vocabulary):
-    def __init__(self, sentencepiece_model, tags, labels):
+    def __init__(self, sentencepiece_model, tags, labels, word_tags=None):
+        """word_tags: {word: its training tags}, the search's tag dictionary (None: none, as
+        in data_dirs made before it existed)."""
         super().__init__()
         self.words = SentencePieceVocabulary(sentencepiece_model)
         self.tags, self.labels = sorted(tags), sorted(labels)
@@ -43,6 +46,11 @@ class ParsingVocabulary(Vocabulary):
         self.word_starts = np.array(
             [piece.startswith("\u2581") and not self.words._processor.is_control(i)
              for i, piece in enumerate(pieces)] + [False] * len(self.symbols))
+        # Per id: the tag's column in the dictionary's rows, and len(tags) for other ids.
+        self.tag_column = np.array([len(self.tags)] * self.offset + list(range(len(self.tags)))
+                                   + [len(self.tags)] * 2 * len(self.labels), "int32")
+        self.tag_dictionary = None if word_tags is None else TagDictionary(
+            word_tags, self.words.encode, self.tags, self.size)
 
     @classmethod
     def load(cls, model_path, symbols_path):
@@ -53,11 +61,12 @@ class ParsingVocabulary(Vocabulary):
             with open(symbols_path, encoding="utf-8") as f:
                 symbols = json.load(f)
             tags, labels = symbols["tags"], symbols["labels"]
-        except (ValueError, TypeError, KeyError):
+            word_tags = symbols.get("word_tags")
+        except (ValueError, TypeError, KeyError, AttributeError):
             raise UserError(f"{symbols_path} is not the symbols file datagen wrote (a JSON "
                             'object of "tags" and "labels"; damaged?): restore it from a copy, '
                             "the data shards need these very symbols") from None
-        return cls(words.model_proto, tags, labels)
+        return cls(words.model_proto, tags, labels, word_tags)
 
     def encode(self, text):
         return self.words.encode(text)
