@@ -106,14 +106,17 @@ def reference_beam_search(model, inputs, beam_size, alpha, extra_length, min_len
     return finished
 
 
-def reference_greedy_search(model, inputs, alpha, extra_length, min_length=0):
+def reference_greedy_search(model, inputs, alpha, extra_length, min_length=0, blank=()):
     """(sequence, score) of one example: the most probable next token until EOS or the limit,
-    EOS not before min_length tokens."""
+    EOS not before min_length tokens nor right after a token in `blank`, nor one of those at
+    the limit's last position."""
     sequence, log_prob = (), 0.0
     while len(sequence) < limit(inputs, extra_length) and EOS_ID not in sequence:
         row = next_log_probs(model, inputs, [sequence])[0]
-        if len(sequence) < min_length:
+        if len(sequence) < min_length or sequence[-1:] and sequence[-1] in blank:
             row[EOS_ID] = -np.inf
+        if len(sequence) + 1 == limit(inputs, extra_length):
+            row[list(blank)] = -np.inf
         sequence += (int(row.argmax()),)
         log_prob += row.max()
     return sequence, log_prob / penalty(len(sequence), alpha)

@@ -23,7 +23,8 @@ LAYERS = [
 ]
 # Backend-neutral: keras / keras.ops only, no TensorFlow (README "Layout").
 BACKEND_NEUTRAL = ("t2t_lite.models", "t2t_lite.decoding.search", "t2t_lite.decoding.sampling",
-                   "t2t_lite.decoding.ensemble", "t2t_lite.training.loss",
+                   "t2t_lite.decoding.ensemble", "t2t_lite.decoding.visible_ending",
+                   "t2t_lite.training.loss",
                    "t2t_lite.training.optimizer", "t2t_lite.model_dir", "t2t_lite.config",
                    "t2t_lite.data.vocabulary", "t2t_lite.data.corpus")
 

@@ -16,10 +16,11 @@ from reference_decoding import (
 
 from t2t_lite import registry
 from t2t_lite.config import EOS_ID, PAD_ID, HParams
-from t2t_lite.data.vocabulary import SymbolVocabulary
+from t2t_lite.data.vocabulary import SymbolVocabulary, strip_ids
 from t2t_lite.decoding.decode import decode_file
 from t2t_lite.decoding.search import _top_k, beam_search, search
 from t2t_lite.decoding.translator import Translator
+from t2t_lite.decoding.visible_ending import VisibleEnding
 from t2t_lite.models.transformer import Transformer
 
 # The reference decoders score the empty prefix, whose self-attention has one position.
@@ -149,6 +150,48 @@ def test_a_non_empty_input_never_gets_an_empty_output_by_default():
         assert all(t.text for t in translated)
         empty = Translator(model, vocabulary, hparams.replace(min_length=0)).translate(sources)
         assert sum(not t.text for t in empty) >= 3
+
+
+class BlankFirstSymbols(SymbolVocabulary):
+    """Symbols whose first (id 2) shows no text, as SentencePiece's lone "▁" does."""
+
+    def decode(self, ids):
+        return " ".join(str(i - 2) for i in strip_ids(ids) if i != 2)
+
+
+def test_no_output_ends_right_after_a_token_that_shows_no_text():
+    """On a model that likes the blank token and then EOS, min_length 1 alone gives outputs
+    that read empty; with VisibleEnding (the translator's default), a 27-wide beam finds the
+    exact top 27 of the exhaustive search among hypotheses that end neither with the blank and
+    EOS nor with the blank at the limit, greedy search the reference's under the same rule, and
+    no translation is empty."""
+    model = eos_prone_model(vocab_size=5, seed=3, bias=5.0)
+    embeddings = model.embedding.embeddings.numpy()
+    embeddings[2] += 1.0 / model.hparams.d_model
+    model.embedding.embeddings.assign(embeddings)
+    vocabulary = BlankFirstSymbols(3)
+    constraint = VisibleEnding.of_vocabulary(vocabulary)
+    assert constraint.blank.tolist() == [0, 0, 1, 0, 0]
+    inputs = padded([[2, 3], [4]])
+    ids, scores = beam_search(model, inputs, 27, 0.6, 1, constraint, min_length=1)
+    greedy_ids, greedy_scores = search(model, inputs, 1, 0.6, 1, constraint, min_length=1)
+    for row in range(len(inputs)):
+        expected = [(sequence, score) for sequence, score
+                    in exhaustive_search(model, inputs[row], 0.6, 1, 10**4, min_length=1)
+                    if sequence[-2:] != (2, EOS_ID) and sequence[-1] != 2][:27]
+        found = [(s, v) for s, v in hypotheses(ids[row], scores[row]) if v > -1e8]
+        assert len(found) == len(expected)  # 26 possible for the second: empty slots left
+        assert_same_hypotheses(found, expected)
+        sequence, score = reference_greedy_search(model, inputs[row], 0.6, 1, 1, blank=(2,))
+        assert as_sequence(greedy_ids[row]) == sequence
+        assert float(greedy_scores[row]) == pytest.approx(score, rel=1e-4, abs=1e-5)
+    for beam_size in (1, 4):
+        without_rule, _ = search(model, inputs, beam_size, 0.6, 1, min_length=1)
+        assert [as_sequence(row) for row in ops.convert_to_numpy(without_rule)] == [
+            (2, EOS_ID), (2, EOS_ID)]
+        translated = Translator(model, vocabulary, HParams(beam_size=beam_size, alpha=0.6,
+                                                           extra_length=1)).translate(["0 1", "2"])
+        assert all(t.text for t in translated)
 
 
 def test_a_file_of_many_batch_shapes_traces_the_search_once():

@@ -18,6 +18,7 @@ from t2t_lite.decoding.inputs import length_batches, max_input_tokens, padded
 from t2t_lite.decoding.scoring import token_log_probs
 from t2t_lite.decoding.search import beam_search, greedy_search, search
 from t2t_lite.decoding.translation import Translation
+from t2t_lite.decoding.visible_ending import VisibleEnding
 from t2t_lite.utils.errors import UserError
 
 IDS = tf.TensorSpec([None, None], tf.int32, name="inputs")  # a batch of ids of any shape
@@ -33,9 +34,11 @@ class Translator(tf.Module):
     t2t_lite.decoding.search); an empty input has the empty output and score 0. A tf.Module, so
     that saving it saves the model and the vocabulary's in-graph tokenizer with its signatures.
 
-    A problem may add a search `constraint` (see t2t_lite.decoding.search) and `tf_postprocess`,
-    the in-graph twin of its Problem.postprocess that the text signature applies:
-    (sources tf.string [batch], output ids [batch, length]) -> tf.string [batch].
+    Without a `constraint`, at min_length 1 or more no output ends right after a token that
+    shows no text (t2t_lite.decoding.visible_ending), so none is empty. A problem may give its
+    own search `constraint` instead (see t2t_lite.decoding.search; parsing: well-formed trees),
+    and `tf_postprocess`, the in-graph twin of its Problem.postprocess that the text signature
+    applies: (sources tf.string [batch], output ids [batch, length]) -> tf.string [batch].
 
     With `sampling` (t2t_lite.decoding.sampling.Sampling), translate_tokens and translate_n_best
     draw samples instead of searching; the exported signatures search (sampling is their own
@@ -52,6 +55,8 @@ class Translator(tf.Module):
         self.batch_size = batch_size
         self.max_input_tokens = max_input_tokens(hparams)
         self.tf_postprocess = tf_postprocess
+        if constraint is None and hparams.min_length >= 1:  # no output that shows no text
+            constraint = VisibleEnding.of_vocabulary(vocabulary)
         # One trace for every batch shape ([None, None]); no AutoGraph, as the search is
         # keras.ops with an explicit while_loop (it runs on JAX too): converting its source was
         # most of the first translation's time (benchmarks/first_translation.py). Not
