@@ -296,14 +296,22 @@ class Evaluator:
         avg_dir.write_info({**avg_dir.read_info(), "split": self.split, "metrics": metrics})
         last_entry = self.history[-1]
         lines = [(f"last checkpoint (step {last_entry['step']})", last_entry["metrics"])]
+        best_metrics = None
         if self.monitor:
             (best_step, best_metrics), = self.best()
             lines.append((f"best by {self.keep_best_by} (step {best_step})", best_metrics))
+        name = os.path.basename(avg_dir.path)
         steps = ", ".join(str(checkpoint_step(path)) for path in chosen)
-        lines.append((f"{os.path.basename(avg_dir.path)}/, the average of {how} (steps {steps})",
-                      metrics))
-        for name, values in lines:
-            logger.info("%s of the %s: %s", self.split, name, format_metrics(values))
+        lines.append((f"{name}/, the average of {how} (steps {steps})", metrics))
+        for line, values in lines:
+            logger.info("%s of the %s: %s", self.split, line, format_metrics(values))
+        metric = self.keep_best_by
+        if best_metrics and metric in metrics and self.monitor.improves(
+                best_metrics[metric], metrics[metric], min_delta=0):
+            # Averaging usually wins; when it does not, say which model_dir to use.
+            logger.warning("%s/ is worse than best/ by %s on %s (%.4g against %.4g): decode "
+                           "with best/ (both are kept)", name, metric, self.split,
+                           metrics[metric], best_metrics[metric])
         return metrics
 
     def evaluate_checkpoint(self, path):
