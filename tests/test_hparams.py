@@ -48,7 +48,8 @@ def test_parameter_counts_match_the_paper(name, paper_millions, tolerance):
 
 def test_cpu_sets_derive_from_base():
     small, tiny = registry.hparams("transformer_small"), registry.hparams("transformer_tiny")
-    assert (small.num_encoder_layers, small.d_model, small.d_ff, small.num_heads) == (3, 256, 1024, 4)
+    assert (small.num_encoder_layers, small.d_model, small.d_ff, small.num_heads) == (
+        3, 256, 1024, 4)
     assert small.adam_beta2 == tiny.adam_beta2 == 0.98 and tiny.d_model < small.d_model
 
 
@@ -61,3 +62,39 @@ def test_parsing_matches_section_6_3():
     small = registry.hparams("transformer_parsing_small")
     assert (small.beam_size, small.alpha, small.extra_length) == (21, 0.3, 300)
     assert small.d_model < parsing.d_model
+
+
+def test_small_data_is_the_documented_recipe():
+    """transformer_small_data's values are those its docstring states and justifies."""
+    small_data = registry.hparams("transformer_small_data")
+    small = registry.hparams("transformer_small")
+    doc = " ".join(registry.hparams_sets.get("transformer_small_data").__doc__.split())
+    documented = [("num_encoder_layers", 3, "3+3 layers"), ("num_decoder_layers", 3, "3+3"),
+                  ("d_model", 256, "d_model=256"), ("d_ff", 1024, "d_ff=1024"),
+                  ("num_heads", 4, "h=4"), ("dropout", 0.2, "dropout 0.2"),
+                  ("label_smoothing", 0.1, "label smoothing 0.1"),
+                  ("peak_learning_rate", 2e-3, "peak 2e-3"),
+                  ("warmup_steps", 1000, "1,000 warmup updates"), ("beam_size", 5, "Beam 5"),
+                  ("alpha", 1.0, "alpha 1.0")]
+    for name, value, text in documented:
+        assert getattr(small_data, name) == value and text in doc, name
+    changed = {name for name in small.to_dict() if getattr(small, name) != getattr(small_data,
+                                                                                  name)}
+    assert changed == {"dropout", "warmup_steps", "peak_learning_rate", "beam_size",
+                       "alpha"}
+    # "warming up to 1e-3": transformer_small's peak, the paper's formula at its warmup.
+    assert small.d_model**-0.5 * small.warmup_steps**-0.5 == pytest.approx(1e-3, rel=0.02)
+
+
+def test_small_data_learns_the_toy_corpus(short_reverse_data, tmp_path):
+    """100 updates of transformer_small_data (smaller batches, for time) on reversing 1-8
+    symbols: dev token accuracy 0.45 here, where an untrained model scores chance, ~0.09 (one
+    of its ~11 tokens); a recipe that did not train (a zero or diverging rate) stays there."""
+    from t2t_lite.cli import trainer
+
+    trained = trainer.main([
+        "--problem=test_short_reverse", "--hparams_set=transformer_small_data",
+        f"--data_dir={short_reverse_data}", "--eval_every=0", "--eval_decode_examples=0",
+        "--random_seed=5", "--hparams=batch_size=1024", f"--model_dir={tmp_path}",
+        "--train_steps=100"])
+    assert trained["accuracy"] > 0.3

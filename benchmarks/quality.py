@@ -1,0 +1,160 @@
+"""Translation quality against training minutes on a real corpus, for several training recipes.
+
+For each direction and recipe: datagen (a joint SentencePiece vocabulary, as the README's
+own-corpus path makes one), `t2t-lite-trainer --train_minutes=M` with periodic dev evaluations
+(their greedy dev BLEU, stamped with the minutes since training started, gives the curve), then
+beam decoding of dev (and with --test, of test) by the last checkpoint, best/ and avg/, scored
+with sacreBLEU here. Writes a JSON of everything and prints a Markdown table. Run it alone: the
+minutes are wall-clock minutes on this machine.
+
+    python benchmarks/quality.py --corpus ../shared/corpora/small_parallel_enja \\
+        --directions en-ja --recipes transformer_small transformer_small_data --minutes 25
+
+The corpus is already tokenized (words separated by spaces), so BLEU uses sacreBLEU's `none`
+tokenizer: BLEU on the given tokens.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import sacrebleu
+
+# The trainer's flags of each recipe, besides the budget; README's own-corpus path is the first.
+RECIPES = {
+    "transformer_small": ["--hparams_set=transformer_small", "--keep_best_by=bleu"],
+    "transformer_small_data": ["--hparams_set=transformer_small_data", "--keep_best_by=bleu",
+                               "--average_last=10", "--save_every=50"],
+}
+FINAL_PUNCTUATION = tuple(".?!。？！．")
+LOG_TIME = re.compile(r"^(\d\d):(\d\d):(\d\d) (.*)$")
+
+
+def run(command, log_path):
+    """Runs `command`, its output appended to log_path; returns the output's lines."""
+    print("+", " ".join(command), file=sys.stderr, flush=True)
+    result = subprocess.run(command, capture_output=True, text=True)
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write(result.stdout + result.stderr)
+    if result.returncode:
+        sys.exit(f"{command[0]} failed (exit {result.returncode}); see {log_path}")
+    return (result.stdout + result.stderr).splitlines()
+
+
+def seconds_of(line):
+    match = LOG_TIME.match(line)
+    hours, minutes, seconds = map(int, match.groups()[:3])
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def dev_curve(lines):
+    """(minutes since training started, step, greedy dev BLEU) of each evaluation in a trainer
+    log whose lines start with HH:MM:SS."""
+    start, curve = None, []
+    for line in filter(LOG_TIME.match, lines):
+        text = LOG_TIME.match(line).group(4)
+        if start is None and text.startswith("training "):
+            start = seconds_of(line)
+        found = re.match(r"eval at step (\d+): .*\bbleu ([\d.]+)", text)
+        if found and start is not None:
+            minutes = ((seconds_of(line) - start) % 86400) / 60
+            curve.append((round(minutes, 1), int(found.group(1)), float(found.group(2))))
+    return curve
+
+
+def score(hypotheses_path, references_path):
+    with open(hypotheses_path, encoding="utf-8") as f:
+        hypotheses = f.read().splitlines()
+    with open(references_path, encoding="utf-8") as f:
+        references = f.read().splitlines()
+    bleu = sacrebleu.metrics.BLEU(tokenize="none")
+    return {"bleu": round(bleu.corpus_score(hypotheses, [references]).score, 2),
+            "signature": str(bleu.get_signature()),
+            "empty": sum(not h.strip() for h in hypotheses),
+            "no_final_punctuation": sum(not h.strip().endswith(FINAL_PUNCTUATION)
+                                        for h in hypotheses),
+            "references_without_it": sum(not r.strip().endswith(FINAL_PUNCTUATION)
+                                         for r in references)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", required=True, help="train/dev/test.LANG files")
+    parser.add_argument("--directions", nargs="+", default=["en-ja", "ja-en"])
+    parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=list(RECIPES))
+    parser.add_argument("--minutes", type=float, default=60)
+    parser.add_argument("--eval_every", type=int, default=500)
+    parser.add_argument("--vocab_size", type=int, default=8000)
+    parser.add_argument("--alphas", type=float, nargs="*", default=[],
+                        help="also decode dev with these alphas (best of the three models)")
+    parser.add_argument("--test", action="store_true", help="decode and score test too (once)")
+    parser.add_argument("--work_dir", default="/tmp/t2t_quality")
+    args = parser.parse_args()
+    corpus = os.path.abspath(args.corpus)
+    results = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
+               "machine": os.uname().nodename, "cpus": os.cpu_count(),
+               "load_before": os.getloadavg(), "args": vars(args), "runs": []}
+    for direction in args.directions:
+        source, target = direction.split("-")
+        work = os.path.join(args.work_dir, direction)
+        files = os.path.join(work, "files")
+        os.makedirs(files, exist_ok=True)
+        for split in ("train", "dev", "test"):
+            for language in (source, target):
+                link = os.path.join(files, f"{split}.{language}")
+                if not os.path.exists(link):
+                    os.symlink(os.path.join(corpus, f"{split}.{language}"), link)
+        problem, data_dir = f"quality_{source}{target}", os.path.join(work, "data")
+        run(["t2t-lite-datagen", f"--problem={problem}", f"--files_dir={files}",
+             f"--source_lang={source}", f"--target_lang={target}",
+             f"--vocab_size={args.vocab_size}", f"--data_dir={data_dir}"],
+            os.path.join(work, "datagen.log"))
+        for recipe in args.recipes:
+            model_dir = os.path.join(work, recipe)
+            log = os.path.join(work, f"{recipe}.log")
+            started = time.time()
+            lines = run(["t2t-lite-trainer", f"--problem={problem}", f"--data_dir={data_dir}",
+                         f"--model_dir={model_dir}", f"--train_minutes={args.minutes}",
+                         "--train_steps=1000000", f"--eval_every={args.eval_every}",
+                         "--bleu_tokenize=none", "--random_seed=1", *RECIPES[recipe]], log)
+            entry = {"direction": direction, "recipe": recipe, "flags": RECIPES[recipe],
+                     "wall_minutes": round((time.time() - started) / 60, 1),
+                     "dev_curve_greedy": dev_curve(lines),
+                     "final_log": [line for line in lines if "of the " in line
+                                   or "final evaluation" in line or "budget" in line]}
+            splits = ["dev", "test"] if args.test else ["dev"]
+            for name in ("last", "best", "avg"):
+                path = model_dir if name == "last" else os.path.join(model_dir, name)
+                if not os.path.isdir(path):
+                    continue
+                for split in splits:
+                    out = os.path.join(work, f"{recipe}.{name}.{split}.out")
+                    run(["t2t-lite-decoder", f"--model_dir={path}",
+                         f"--decode_from_file={files}/{split}.{source}",
+                         f"--decode_to_file={out}"], log)
+                    entry[f"{name}_{split}_beam"] = score(out, f"{files}/{split}.{target}")
+            for alpha in args.alphas:
+                path = os.path.join(model_dir, "avg" if os.path.isdir(
+                    os.path.join(model_dir, "avg")) else "best")
+                out = os.path.join(work, f"{recipe}.alpha{alpha}.dev.out")
+                run(["t2t-lite-decoder", f"--model_dir={path}", f"--alpha={alpha}",
+                     f"--decode_from_file={files}/dev.{source}", f"--decode_to_file={out}"],
+                    log)
+                entry[f"alpha_{alpha}_dev_beam"] = score(out, f"{files}/dev.{target}")
+            results["runs"].append(entry)
+            print(json.dumps(entry, indent=1), flush=True)
+    results["load_after"] = os.getloadavg()
+    path = os.path.join(args.work_dir, "quality.json")
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=1)
+    os.replace(path + ".tmp", path)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
