@@ -59,7 +59,7 @@ def transformer_small_data():
     - dropout 0.2 (transformer_small: 0.1), label smoothing 0.1: more regularization for small
       data, as those papers find (they use 0.3 with many more epochs than an hour gives).
     - Beam 5 as published, and length normalization alpha 1.0 (the paper's 0.6; fairseq's
-      default lenpen is 1.0): +1.0 to +1.3 dev BLEU on small_parallel_enja for both recipes
+      default lenpen is 1.0): +0.5 to +1.3 dev BLEU on small_parallel_enja for both recipes
       (benchmarks/RESULTS.md, "Quality"). Train with --keep_best_by=bleu and --average_last=10
       (the average of the last 10 checkpoints, +0.3 to +0.7 BLEU in those papers; the trainer
       reports the average's dev metrics beside the best checkpoint's).
