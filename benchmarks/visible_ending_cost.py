@@ -1,4 +1,5 @@
-"""What the no-blank-ending rule (t2t_lite.decoding.visible_ending) costs the TensorFlow search:
+"""What the no-blank-ending rule (t2t_lite.decoding.visible_ending, applied by
+t2t_lite.decoding.search's `blank`) costs the TensorFlow search:
 the same model_dir translates the same file with the rule and with it switched off, interleaved
 by round, after a warm-up batch; prints seconds and empty outputs per run.
 
@@ -21,11 +22,10 @@ def main():
     runner = Runner.from_model_dir(args.model_dir)
     with open(args.source, encoding="utf-8") as f:
         lines = f.read().splitlines()
-    with_rule = translator_module.VisibleEnding.of_vocabulary
+    with_rule = translator_module.blank_ids
     for round_ in range(args.rounds):
         for rule in (True, False):
-            translator_module.VisibleEnding.of_vocabulary = (
-                with_rule if rule else (lambda vocabulary: None))
+            translator_module.blank_ids = with_rule if rule else (lambda vocabulary: ())
             translator = runner.translator()
             translator.translate(lines[:8])  # the trace, outside the timing
             start = time.time()
@@ -33,7 +33,7 @@ def main():
             print(f"round {round_}  rule {'on ' if rule else 'off'}  "
                   f"{time.time() - start:.2f} s  empty {sum(not o.text for o in outputs)}",
                   flush=True)
-    translator_module.VisibleEnding.of_vocabulary = with_rule
+    translator_module.blank_ids = with_rule
 
 
 if __name__ == "__main__":

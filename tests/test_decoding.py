@@ -20,7 +20,7 @@ from t2t_lite.data.vocabulary import SymbolVocabulary, strip_ids
 from t2t_lite.decoding.decode import decode_file
 from t2t_lite.decoding.search import _top_k, beam_search, search
 from t2t_lite.decoding.translator import Translator
-from t2t_lite.decoding.visible_ending import VisibleEnding
+from t2t_lite.decoding.visible_ending import blank_ids
 from t2t_lite.models.transformer import Transformer
 
 # The reference decoders score the empty prefix, whose self-attention has one position.
@@ -159,29 +159,49 @@ class BlankFirstSymbols(SymbolVocabulary):
         return " ".join(str(i - 2) for i in strip_ids(ids) if i != 2)
 
 
-def test_no_output_ends_right_after_a_token_that_shows_no_text():
+class NotFirst:
+    """A search constraint (see t2t_lite.decoding.search): `token` is never the first."""
+
+    def __init__(self, token):
+        self.token = token
+
+    def start(self, inputs, max_length):
+        return ()
+
+    def allowed(self, state, step, limits):
+        return ops.logical_not((ops.arange(5)[None, :] == self.token) & (step == 0))
+
+    def update(self, state, tokens):
+        return ()
+
+
+@pytest.mark.parametrize("constraint", [None, NotFirst(3)])
+def test_no_output_ends_right_after_a_token_that_shows_no_text(constraint):
     """On a model that likes the blank token and then EOS, min_length 1 alone gives outputs
-    that read empty; with VisibleEnding (the translator's default), a 27-wide beam finds the
+    that read empty; with the blank ids (the translator's default), a 27-wide beam finds the
     exact top 27 of the exhaustive search among hypotheses that end neither with the blank and
-    EOS nor with the blank at the limit, greedy search the reference's under the same rule, and
-    no translation is empty."""
+    EOS nor with the blank at the limit (and, with a constraint besides, obey it too), greedy
+    search the reference's under the same rule, and no translation is empty."""
     model = eos_prone_model(vocab_size=5, seed=3, bias=5.0)
     embeddings = model.embedding.embeddings.numpy()
     embeddings[2] += 1.0 / model.hparams.d_model
     model.embedding.embeddings.assign(embeddings)
     vocabulary = BlankFirstSymbols(3)
-    constraint = VisibleEnding.of_vocabulary(vocabulary)
-    assert constraint.blank.tolist() == [0, 0, 1, 0, 0]
+    assert blank_ids(vocabulary) == (2,)
     inputs = padded([[2, 3], [4]])
-    ids, scores = beam_search(model, inputs, 27, 0.6, 1, constraint, min_length=1)
-    greedy_ids, greedy_scores = search(model, inputs, 1, 0.6, 1, constraint, min_length=1)
+    ids, scores = beam_search(model, inputs, 27, 0.6, 1, constraint, min_length=1, blank=(2,))
     for row in range(len(inputs)):
         expected = [(sequence, score) for sequence, score
                     in exhaustive_search(model, inputs[row], 0.6, 1, 10**4, min_length=1)
-                    if sequence[-2:] != (2, EOS_ID) and sequence[-1] != 2][:27]
+                    if sequence[-2:] != (2, EOS_ID) and sequence[-1] != 2
+                    and (constraint is None or sequence[0] != constraint.token)][:27]
         found = [(s, v) for s, v in hypotheses(ids[row], scores[row]) if v > -1e8]
-        assert len(found) == len(expected)  # 26 possible for the second: empty slots left
+        assert len(found) == len(expected)  # fewer than 27 possible for the second
         assert_same_hypotheses(found, expected)
+    if constraint is not None:
+        return
+    greedy_ids, greedy_scores = search(model, inputs, 1, 0.6, 1, min_length=1, blank=(2,))
+    for row in range(len(inputs)):
         sequence, score = reference_greedy_search(model, inputs[row], 0.6, 1, 1, blank=(2,))
         assert as_sequence(greedy_ids[row]) == sequence
         assert float(greedy_scores[row]) == pytest.approx(score, rel=1e-4, abs=1e-5)

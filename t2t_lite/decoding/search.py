@@ -12,7 +12,11 @@ probable token.
 
 No hypothesis ends before `min_length` tokens (EOS gets probability 0 until then, as fairseq's
 and CTranslate2's minimum length does; 1 keeps an output from being empty), unless its limit
-comes first.
+comes first. With `blank`, the ids of tokens that show no text on their own (SentencePiece's
+lone "▁"; t2t_lite.decoding.visible_ending says why), no hypothesis ends with one: EOS never
+follows it and none is chosen at an example's last position. Both rules are search rules, not
+constraints, as they need only EOS's column and the previous token, and combine with any
+constraint.
 
 Scores are as in tensor2tensor: the log-probability of the hypothesis (EOS included) divided by
 GNMT's length penalty ((5 + length) / 6) ** alpha (Wu et al. 2016).
@@ -41,15 +45,16 @@ def length_penalty(length, alpha):
     return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
 
 
-def search(model, inputs, beam_size, alpha, extra_length, constraint=None, min_length=0):
+def search(model, inputs, beam_size, alpha, extra_length, constraint=None, min_length=0,
+           blank=()):
     """inputs [B, S] (EOS-terminated, PAD-padded) -> (ids [B, S + extra_length], scores [B]):
     the best hypothesis of each example, by beam search, or greedy search when beam_size is 1
     (as tensor2tensor does: a one-wide beam that sets finished hypotheses aside is not greedy)."""
     if beam_size == 1:
         return greedy_search(model, inputs, extra_length, alpha, constraint,
-                             min_length=min_length)
+                             min_length=min_length, blank=blank)
     ids, scores = beam_search(model, inputs, beam_size, alpha, extra_length, constraint,
-                              min_length)
+                              min_length, blank)
     return ids[:, 0], scores[:, 0]
 
 
@@ -89,6 +94,13 @@ def _reorder(before, after, rows):
         lambda old, new: new if new is old else ops.take(new, rows, axis=0), before, after)
 
 
+def _is_blank(tokens, blank):
+    """bool, the shape of tokens: whether each is one of the ids in `blank` (a few, static)."""
+    if not blank:
+        return ops.zeros_like(tokens, "bool")
+    return ops.any(ops.expand_dims(tokens, -1) == ops.convert_to_tensor(blank, "int32"), axis=-1)
+
+
 def _constrain(constraint, log_probs, state, step, limits):
     """log_probs [rows, vocab] with the tokens the constraint forbids made impossible."""
     if constraint is None:
@@ -124,7 +136,7 @@ class _BeamState(NamedTuple):
 
 
 def greedy_search(model, inputs, extra_length, alpha=0.0, constraint=None, sampling=None,
-                  uniforms=None, min_length=0):
+                  uniforms=None, min_length=0, blank=()):
     """inputs [B, S] -> (ids [B, S + extra_length], scores [B]): the most probable token at each
     step, or with `sampling` (a t2t_lite.decoding.sampling.Sampling) the token that
     uniforms[:, step] draws (uniforms [B, S + extra_length] in [0, 1)); each row EOS-terminated
@@ -146,6 +158,9 @@ def greedy_search(model, inputs, extra_length, alpha=0.0, constraint=None, sampl
         logits, cache = model.decode_step(state.previous, step, state.cache)
         ids = ops.arange(ops.shape(logits)[-1])
         never = (ids == PAD_ID) | ((ids == EOS_ID) & (step < min_length))
+        if blank:  # [batch, vocab]: no EOS right after a blank token, none at the last position
+            never = never | (((ids == EOS_ID) & _is_blank(state.previous, blank)[:, None])
+                             | (_is_blank(ids, blank) & (step + 1 >= limits)[:, None]))
         step_log_probs = ops.where(never, _INVALID, ops.log_softmax(logits, axis=-1))
         step_log_probs = _constrain(constraint, step_log_probs, state.constraint_state, step,
                                     limits)
@@ -169,7 +184,8 @@ def greedy_search(model, inputs, extra_length, alpha=0.0, constraint=None, sampl
     return end.outputs, end.log_probs / length_penalty(ops.maximum(end.lengths, 1), alpha)
 
 
-def beam_search(model, inputs, beam_size, alpha, extra_length, constraint=None, min_length=0):
+def beam_search(model, inputs, beam_size, alpha, extra_length, constraint=None, min_length=0,
+                blank=()):
     """inputs [B, S] -> (ids [B, beam_size, S + extra_length], scores [B, beam_size]): the
     beam_size best finished hypotheses of each example, best first (tensor2tensor's algorithm).
 
@@ -219,14 +235,20 @@ def beam_search(model, inputs, beam_size, alpha, extra_length, constraint=None, 
                                                                  "int32"))
         eos_log_probs = alive_log_probs + ops.reshape(ops.take(log_probs, EOS_ID, axis=1),
                                                       (batch, beam_size))
-        eos_scores = ops.where(alive_valid & (eos_log_probs > _INVALID / 2)
-                               & (step >= min_length), eos_log_probs / penalty, _INVALID)
+        may_end = (step >= min_length) & ops.logical_not(
+            ops.reshape(_is_blank(state.previous, blank), (batch, beam_size)))
+        eos_scores = ops.where(alive_valid & (eos_log_probs > _INVALID / 2) & may_end,
+                               eos_log_probs / penalty, _INVALID)
 
-        # The beam_size best continuations other than EOS and PAD of all beams together are
-        # among each beam's beam_size + 2 best tokens.
-        per_beam = min(beam_size + 2, ops.shape(logits)[-1])
+        # The beam_size best continuations other than EOS, PAD (and a blank token at the last
+        # position) of all beams together are among each beam's beam_size + 2 + len(blank)
+        # best tokens.
+        per_beam = min(beam_size + 2 + len(blank), ops.shape(logits)[-1])
         top_log_probs, top_tokens = _top_k(log_probs, per_beam)
         special = (top_tokens == EOS_ID) | (top_tokens == PAD_ID)
+        if blank:
+            special = special | (_is_blank(top_tokens, blank)
+                                 & (step + 1 >= beam_limits)[:, None])
         top_log_probs = ops.where(special, _INVALID, top_log_probs)
         continuations = ops.reshape(ops.reshape(alive_log_probs, (-1, 1)) + top_log_probs,
                                     (batch, beam_size * per_beam))

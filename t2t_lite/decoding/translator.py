@@ -18,7 +18,7 @@ from t2t_lite.decoding.inputs import length_batches, max_input_tokens, padded
 from t2t_lite.decoding.scoring import token_log_probs
 from t2t_lite.decoding.search import beam_search, greedy_search, search
 from t2t_lite.decoding.translation import Translation
-from t2t_lite.decoding.visible_ending import VisibleEnding
+from t2t_lite.decoding.visible_ending import blank_ids
 from t2t_lite.utils.errors import UserError
 
 IDS = tf.TensorSpec([None, None], tf.int32, name="inputs")  # a batch of ids of any shape
@@ -34,9 +34,9 @@ class Translator(tf.Module):
     t2t_lite.decoding.search); an empty input has the empty output and score 0. A tf.Module, so
     that saving it saves the model and the vocabulary's in-graph tokenizer with its signatures.
 
-    Without a `constraint`, at min_length 1 or more no output ends right after a token that
-    shows no text (t2t_lite.decoding.visible_ending), so none is empty. A problem may give its
-    own search `constraint` instead (see t2t_lite.decoding.search; parsing: well-formed trees),
+    At min_length 1 or more no output ends with a token that shows no text (`blank`, its ids;
+    t2t_lite.decoding.visible_ending), so none is empty. A problem may add its own search
+    `constraint` (see t2t_lite.decoding.search; parsing: well-formed trees),
     and `tf_postprocess`, the in-graph twin of its Problem.postprocess that the text signature
     applies: (sources tf.string [batch], output ids [batch, length]) -> tf.string [batch].
 
@@ -55,8 +55,7 @@ class Translator(tf.Module):
         self.batch_size = batch_size
         self.max_input_tokens = max_input_tokens(hparams)
         self.tf_postprocess = tf_postprocess
-        if constraint is None and hparams.min_length >= 1:  # no output that shows no text
-            constraint = VisibleEnding.of_vocabulary(vocabulary)
+        self.blank = blank_ids(vocabulary) if hparams.min_length >= 1 else ()
         # One trace for every batch shape ([None, None]); no AutoGraph, as the search is
         # keras.ops with an explicit while_loop (it runs on JAX too): converting its source was
         # most of the first translation's time (benchmarks/first_translation.py). Not
@@ -64,7 +63,8 @@ class Translator(tf.Module):
         # small and load-dependent (benchmarks/RESULTS.md).
         self._search = tf.function(
             lambda inputs: search(model, inputs, hparams.beam_size, hparams.alpha,
-                                  hparams.extra_length, constraint, hparams.min_length),
+                                  hparams.extra_length, constraint, hparams.min_length,
+                                  self.blank),
             input_signature=[IDS], autograph=False)
         self.constraint = constraint
         self.sampling = sampling
@@ -125,7 +125,8 @@ class Translator(tf.Module):
             self._n_best_search = tf.function(  # traced once, as _search is
                 lambda inputs: beam_search(self.model, inputs, self.hparams.beam_size,
                                            self.hparams.alpha, self.hparams.extra_length,
-                                           self.constraint, self.hparams.min_length),
+                                           self.constraint, self.hparams.min_length,
+                                           self.blank),
                 input_signature=[IDS], autograph=False)
         return self._search_nonempty(token_lists, n, progress,
                                      lambda indices, inputs: self._n_best_search(inputs))
@@ -137,7 +138,8 @@ class Translator(tf.Module):
             self._sample = tf.function(  # traced once, as _search is
                 lambda inputs, uniforms: greedy_search(
                     self.model, inputs, self.hparams.extra_length, self.hparams.alpha,
-                    self.constraint, self.sampling, uniforms, self.hparams.min_length),
+                    self.constraint, self.sampling, uniforms, self.hparams.min_length,
+                    self.blank),
                 input_signature=[IDS, UNIFORMS], autograph=False)
         uniforms = self.sampling.uniforms([line_numbers[i] for i in indices], n,
                                           inputs.shape[1] + self.hparams.extra_length)

@@ -109,7 +109,7 @@ def signatures(translator):
             seed=tf.stack([seed, tf.constant(0, tf.int64)]))
         outputs, scores = greedy_search(translator.model, tokens, hparams.extra_length,
                                         hparams.alpha, translator.constraint, settings, uniforms,
-                                        hparams.min_length)
+                                        hparams.min_length, translator.blank)
         empty = lengths == 0
         outputs = tf.where(empty[:, None], PAD_ID, outputs)
         return {"outputs": translator.output_strings(texts, outputs),
