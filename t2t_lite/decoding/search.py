@@ -96,8 +96,6 @@ def _reorder(before, after, rows):
 
 def _is_blank(tokens, blank):
     """bool, the shape of tokens: whether each is one of the ids in `blank` (a few, static)."""
-    if not blank:
-        return ops.zeros_like(tokens, "bool")
     return ops.any(ops.expand_dims(tokens, -1) == ops.convert_to_tensor(blank, "int32"), axis=-1)
 
 
@@ -235,8 +233,10 @@ def beam_search(model, inputs, beam_size, alpha, extra_length, constraint=None, 
                                                                  "int32"))
         eos_log_probs = alive_log_probs + ops.reshape(ops.take(log_probs, EOS_ID, axis=1),
                                                       (batch, beam_size))
-        may_end = (step >= min_length) & ops.logical_not(
-            ops.reshape(_is_blank(state.previous, blank), (batch, beam_size)))
+        may_end = step >= min_length
+        if blank:  # no EOS right after a blank token
+            may_end = may_end & ops.logical_not(
+                ops.reshape(_is_blank(state.previous, blank), (batch, beam_size)))
         eos_scores = ops.where(alive_valid & (eos_log_probs > _INVALID / 2) & may_end,
                                eos_log_probs / penalty, _INVALID)
 
