@@ -39,6 +39,7 @@ import sys
 import time
 
 import checkouts
+import flops
 import numpy as np
 
 BATCH, SOURCE_LENGTH, TARGET_LENGTH = 128, 32, 32
@@ -71,42 +72,14 @@ FRAMEWORK.update({f"t2t_lite {precision}": "tf" for precision in HALF_PRECISIONS
 
 
 def forward_flops(shape):
-    """Matmul FLOPs of one forward pass over the batch, by part (2 FLOPs per multiply-add).
-
-    Each weight matrix is counted against the tokens it actually sees: encoder matrices against
-    source tokens, decoder matrices against target tokens, cross-attention keys/values against
-    source tokens, the tied output projection against target tokens. This is why it is not
-    2 x parameters x (source + target tokens): the output projection alone is about a quarter of
-    base's FLOPs while its embedding lookups are gathers, not matmuls. Attention scores and
-    contexts are counted in full (the causal mask does not save work in either framework);
-    biases, LayerNorm, softmax and the loss are not matmuls and are left out.
-    """
-    config, vocab = SHAPES[shape], VOCAB[shape]
-    d_model, d_ff = config["d_model"], config["d_ff"]
-    sources, targets = BATCH * SOURCE_LENGTH, BATCH * TARGET_LENGTH
-
-    def attention(queries, keys, query_length, key_length):
-        projections = 2 * d_model * d_model * (2 * queries + 2 * keys)  # Q, O; K, V
-        scores_and_context = 2 * 2 * BATCH * query_length * key_length * d_model
-        return projections + scores_and_context
-
-    def feed_forward(tokens):
-        return 2 * 2 * tokens * d_model * d_ff
-
-    encoder_layer = (attention(sources, sources, SOURCE_LENGTH, SOURCE_LENGTH)
-                     + feed_forward(sources))
-    decoder_layer = (attention(targets, targets, TARGET_LENGTH, TARGET_LENGTH)
-                     + attention(targets, sources, TARGET_LENGTH, SOURCE_LENGTH)
-                     + feed_forward(targets))
-    return {"encoder": config["num_encoder_layers"] * encoder_layer,
-            "decoder": config["num_decoder_layers"] * decoder_layer,
-            "output projection": 2 * targets * d_model * vocab}
+    """Matmul FLOPs of one forward pass over the batch, by part (see flops.py)."""
+    return flops.forward_flops(SHAPES[shape], VOCAB[shape], BATCH, SOURCE_LENGTH, TARGET_LENGTH)
 
 
 def training_flops(shape):
-    """FLOPs of one training step: 3 x forward, since the backward pass computes two matmuls
-    (the gradients of the input and of the weight) for each of the forward's."""
-    return 3 * sum(forward_flops(shape).values())
+    """FLOPs of one training step: 3 x forward (see flops.py)."""
+    return flops.training_flops(SHAPES[shape], VOCAB[shape], BATCH, SOURCE_LENGTH,
+                                TARGET_LENGTH)
 
 
 def random_batch(shape):

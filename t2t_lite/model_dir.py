@@ -29,6 +29,9 @@ INIT_FROM_KEYS = {"init_from": str, "model_dir": str, "checkpoint": str, "step":
                   "optimizer": bool}
 INFO_FILE = "info.json"
 CHECKPOINT_LIST = "checkpoint"  # TensorFlow's list of the checkpoints (ckpt-STEP.index, ...)
+# A checkpoint P is there when its TensorFlow index (P.index: the TensorFlow trainer's) or its
+# Keras weights (P.weights.h5: the JAX trainer's, t2t_lite.training.jax_checkpoints) is.
+CHECKPOINT_MARKERS = (".index", ".weights.h5")
 HISTORY_FILE = os.path.join("eval", "history.json")
 BEST_DIR = "best"
 AVG_DIR = "avg"
@@ -132,10 +135,11 @@ class ModelDir:
         return os.path.exists(self.join(HPARAMS_FILE))
 
     def has_checkpoints(self):
-        """Whether a checkpoint was ever saved here: their list or a checkpoint's index is
-        here, even a damaged one."""
+        """Whether a checkpoint was ever saved here: their list or a checkpoint's index (or
+        Keras weights) is here, even a damaged one."""
         return (os.path.exists(self.join(CHECKPOINT_LIST))
-                or bool(glob.glob(os.path.join(glob.escape(self.path), "*.index"))))
+                or any(glob.glob(os.path.join(glob.escape(self.path), f"*{marker}"))
+                       for marker in CHECKPOINT_MARKERS))
 
     def records(self):
         """The texts of the files recording the experiment (None for one missing), to tell

@@ -21,12 +21,18 @@ LAYERS = [
     ("t2t_lite.runner",),
     ("t2t_lite.cli",),
 ]
-# Backend-neutral: keras / keras.ops only, no TensorFlow (README "Layout").
+# Backend-neutral: keras / keras.ops only, no TensorFlow (README "Layout"); the JAX path's
+# modules among them, so that it runs where TensorFlow is not installed.
 BACKEND_NEUTRAL = ("t2t_lite.models", "t2t_lite.decoding.search", "t2t_lite.decoding.sampling",
                    "t2t_lite.decoding.ensemble", "t2t_lite.decoding.visible_ending",
-                   "t2t_lite.training.loss",
-                   "t2t_lite.training.optimizer", "t2t_lite.model_dir", "t2t_lite.config",
-                   "t2t_lite.data.vocabulary", "t2t_lite.data.corpus")
+                   "t2t_lite.decoding.jax_translator", "t2t_lite.training.loss",
+                   "t2t_lite.training.optimizer", "t2t_lite.training.jax_trainer",
+                   "t2t_lite.training.jax_checkpoints", "t2t_lite.training.scalar_summaries",
+                   "t2t_lite.training.model_dir_copy", "t2t_lite.training.stops",
+                   "t2t_lite.model_dir", "t2t_lite.config", "t2t_lite.data.vocabulary",
+                   "t2t_lite.data.corpus", "t2t_lite.data.records", "t2t_lite.data.buckets",
+                   "t2t_lite.data.numpy_pipeline", "t2t_lite.evaluation.evaluator",
+                   "t2t_lite.runner.jax_training", "t2t_lite.utils.backend")
 
 
 def module_name(path):

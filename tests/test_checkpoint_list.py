@@ -7,7 +7,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from t2t_lite.training.checkpoint_list import _write_list, read_list
+from t2t_lite.training.checkpoint_list import write_list, read_list
 
 
 def tensorflow_reads(model_dir):
@@ -43,7 +43,7 @@ def test_a_list_that_checkpoint_manager_wrote(model_dir):
 
 def test_a_list_that_t2t_lite_wrote(model_dir):
     paths = [os.path.join(model_dir, "ckpt-3"), "/elsewhere/ckpt-7"]
-    _write_list(model_dir, paths)  # relative to model_dir: a moved model_dir keeps its list
+    write_list(model_dir, paths)  # relative to model_dir: a moved model_dir keeps its list
     latest, listed = t2t_lite_reads(model_dir)
     assert (latest, listed) == tensorflow_reads(model_dir)
     assert [os.path.normpath(path) for path in listed] == paths

@@ -13,11 +13,13 @@ from t2t_lite import registry
 from t2t_lite.cli import decoder
 from t2t_lite.config import TrainConfig
 from t2t_lite.data.problem import Problem
+from t2t_lite.decoding.replicated import ReplicatedTranslation
 from t2t_lite.evaluation.evaluator import Evaluator, read_sample
 from t2t_lite.evaluation.monitor import Monitor
 from t2t_lite.problems.translate import TranslationProblem
 from t2t_lite.runner import Runner
-from t2t_lite.training.checkpoints import save_model_dir
+from t2t_lite.training.checkpoints import checkpoint_writer
+from t2t_lite.training.model_dir_copy import save_model_dir
 
 TINY = "num_encoder_layers=1,num_decoder_layers=1,d_model=16,d_ff=32,num_heads=2"
 
@@ -71,8 +73,10 @@ def test_evaluation_decodes_on_every_replica_with_one_traced_search(trained_reve
     alone = Evaluator(runner.problem, runner.translator(batch_size=8), runner.data_dir,
                       decode_examples=16).decode()
     trainer = runner.trainer(two_cpu_strategy)  # see conftest: one per process
-    evaluator = Evaluator(runner.problem, runner.translator(trainer.model, batch_size=8),
-                          runner.data_dir, trainer=trainer, decode_examples=16)
+    translator = runner.translator(trainer.model, batch_size=8)
+    evaluator = Evaluator(runner.problem, translator, runner.data_dir, trainer=trainer,
+                          decode_examples=16,
+                          translate=ReplicatedTranslation(translator, two_cpu_strategy))
     assert evaluator.decode() == alone  # 2 batches of 8: one on each replica
     traced = evaluator._translate._step.experimental_get_tracing_count()
     evaluator.decode()
@@ -172,8 +176,8 @@ def bleu_model_dir(trained_reverse, tmp_path):
     ReverseScoredByBleu().generate_data(data_dir)
     model_dir = str(tmp_path / "model")
     model = trained_reverse.runner.restored_model()
-    save_model_dir(tf.train.Checkpoint(model=model), 800, trained_reverse.model_dir, model_dir,
-                   {})
+    save_model_dir(checkpoint_writer(tf.train.Checkpoint(model=model)), 800,
+                   trained_reverse.model_dir, model_dir, {})
     with open(os.path.join(model_dir, "problem.json"), "w") as f:
         json.dump({"problem": "test_reverse_scored_by_bleu", "hparams_set": "transformer_tiny",
                    "data_dir": data_dir}, f)

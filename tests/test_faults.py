@@ -112,8 +112,8 @@ def test_a_missing_checkpoint_is_named_and_the_newest_one_there_is_used(
             listed = f.read()
         write_text_atomically(f"{model_copy}/checkpoint", listed.replace(
             'model_checkpoint_path: "ckpt-4"', 'model_checkpoint_path: "ckpt-9"'))
-    warning = (f"checkpoint {missing} is missing (no .index file: deleted, or a bad copy?): "
-               f"using {model_copy}/ckpt-{newest}, the newest checkpoint there\n")
+    warning = (f"checkpoint {missing} is missing (no .index or .weights.h5 file: deleted, or a "
+               f"bad copy?): using {model_copy}/ckpt-{newest}, the newest checkpoint there\n")
     source = os.path.join(model_copy, "source.txt")
     write_text_atomically(source, "1 2 3\n")
 

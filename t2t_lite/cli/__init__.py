@@ -30,8 +30,9 @@ def run(main, argv=None, tensorflow=True):
     """Runs main(argv) with progress logged to stderr (stdout holds only results, so pipes keep
     their line alignment); a UserError becomes one line on stderr and exit status 2, Ctrl-C one
     line and status 130, and a reader of stdout that went away (`| head -1`) a quiet exit.
-    TensorFlow is imported first (quietly), but for a main that imports it only if it needs it
-    (`tensorflow=False`)."""
+    TensorFlow is imported first (quietly) when Keras runs on it, but for a main that imports it
+    only if it needs it (`tensorflow=False`)."""
+    from t2t_lite.utils.backend import keras_backend
     from t2t_lite.utils.errors import UserError
     from t2t_lite.utils.quiet_tensorflow import import_tensorflow_quietly
 
@@ -44,7 +45,7 @@ def run(main, argv=None, tensorflow=True):
     logger.setLevel(logging.INFO)
     logger.propagate = False
     try:
-        if tensorflow:
+        if tensorflow and keras_backend() == "tensorflow":
             import_tensorflow_quietly()  # in here: start-up takes seconds, and Ctrl-C may come
         main(sys.argv[1:] if argv is None else argv)
         sys.stdout.flush()  # a pipe closed early fails here, not at the interpreter's exit

@@ -29,9 +29,11 @@ def parse_args(argv):
                         "every layer and head) and N.npz (all attention weights) for input line "
                         "N (of --decode_from_file, or of stdin) and its translation (needs the "
                         "viz extra)")
-    parser.add_argument("--engine", default="tensorflow", choices=ENGINE_NAMES,
-                        help="ctranslate2: the fastest on CPUs, converted on first use and "
-                        "cached in MODEL_DIR/ctranslate2 (pip install 't2t_lite[ctranslate2]')")
+    parser.add_argument("--engine", choices=ENGINE_NAMES,
+                        help="default: Keras's backend (tensorflow, or jax with "
+                        "KERAS_BACKEND=jax); ctranslate2: the fastest on CPUs, converted on "
+                        "first use and cached in MODEL_DIR/ctranslate2 (pip install "
+                        "'t2t_lite[ctranslate2]')")
     parser.add_argument("--split", choices=("dev", "test"),
                         help="translate this split of the problem's data_dir and score it "
                         "against its references; --decode_to_file=OUT also writes OUT.src, "
@@ -72,6 +74,10 @@ def parse_args(argv):
     parser.add_argument("--random_seed", type=int, help="with sampling: the seed that makes the "
                         "samples repeatable (default: a new one, logged)")
     args = flags.parse_with_quantization(parser, argv, "engine", "ctranslate2")
+    if args.engine is None:
+        from t2t_lite.utils.backend import keras_backend
+
+        args.engine = "jax" if keras_backend() == "jax" else "tensorflow"
     _check_sampling_ensembles_and_alignments(parser, args)
     if (args.score_targets or args.score_normalize) and not args.score:
         parser.error("--score_targets and --score_normalize need --score")
@@ -85,9 +91,9 @@ def parse_args(argv):
         parser.error(f"--batch_size must be positive, got {args.batch_size}")
     if args.decode_reference and not args.decode_from_file:
         parser.error("--decode_reference needs --decode_from_file")
-    if args.attention_dir and args.engine != "tensorflow":
-        parser.error("--attention_dir needs the tensorflow engine (CTranslate2 does not return "
-                     "attention weights)")
+    if args.attention_dir and args.engine == "ctranslate2":
+        parser.error("--attention_dir needs the tensorflow or jax engine (CTranslate2 does not "
+                     "return attention weights)")
     if args.split and args.attention_dir:
         parser.error("--attention_dir is for the lines of --decode_from_file or stdin: drop it "
                      "or --split")
@@ -132,7 +138,7 @@ def _check_sampling_ensembles_and_alignments(parser, args):
     if args.with_alignments and args.split and not args.decode_to_file:
         parser.error("--with_alignments with --split writes them in OUT.tsv: give "
                      "--decode_to_file=OUT")
-    if (args.n_best or 1) > 1 and args.engine != "tensorflow" and not sampling:
+    if (args.n_best or 1) > 1 and args.engine == "ctranslate2" and not sampling:
         parser.error(N_BEST_NEEDS_TENSORFLOW)
 
 
@@ -163,9 +169,10 @@ def sampling_from_flags(args):
 def main(argv):
     """Returns the metrics of --split, or the score line against --decode_reference.
 
-    TensorFlow is imported here, before any work, unless the CTranslate2 engine translates
-    lines (not --split, which reads TFRecords): that imports it only if it must convert the
-    checkpoint, and a cached conversion translates in a fraction of a second."""
+    TensorFlow is imported here, before any work, for the tensorflow engine and for --split
+    on TensorFlow (which reads TFRecords with it); the CTranslate2 engine imports it only if it
+    must convert the checkpoint (a cached conversion translates in a fraction of a second), and
+    the jax engine never."""
     from t2t_lite.decoding.decode import (
         align_texts,
         decode_file,
@@ -174,11 +181,12 @@ def main(argv):
         score_file,
         translate_stream,
     )
+    from t2t_lite.utils.backend import keras_backend
     from t2t_lite.utils.files import check_writable_file
     from t2t_lite.utils.quiet_tensorflow import import_tensorflow_quietly
 
     args = parse_args(argv)
-    if args.engine != "ctranslate2" or args.split:
+    if args.engine == "tensorflow" or (args.split and keras_backend() == "tensorflow"):
         import_tensorflow_quietly()
     runners = flags.runners_from_flags(args)
     runner = runners[0]

@@ -87,7 +87,8 @@ def parse_args(argv):
                         help="make initialization, dropout and the data order repeatable")
     parser.add_argument("--strategy", default="auto",
                         choices=("auto", "default", "mirrored", "multi_worker"),
-                        help="auto: multi_worker with TF_CONFIG, mirrored with several GPUs")
+                        help="auto: multi_worker with TF_CONFIG, mirrored with several GPUs "
+                        "(on JAX: keras.distribution.DataParallel over the local devices)")
     parser.add_usr_dir_flag()
     parser.add_argument("--registry_help", action="store_true",
                         help="list the registered problems and hparams sets, then exit")
@@ -119,9 +120,17 @@ def main(argv):
     from t2t_lite.evaluation.evaluator import format_metrics
     from t2t_lite.runner import Runner
     from t2t_lite.training.checkpoint_list import latest_step
-    from t2t_lite.training.distribution import create_strategy
+    from t2t_lite.utils.backend import keras_backend
 
-    strategy = create_strategy(args.strategy)
+    if keras_backend() == "jax":  # DataParallel over the local devices (runner.jax_training)
+        from t2t_lite.runner.jax_training import data_parallel
+
+        data_parallel(args.strategy)
+        strategy = None
+    else:
+        from t2t_lite.training.distribution import create_strategy
+
+        strategy = create_strategy(args.strategy)
     runner = Runner.create_or_resume(args.model_dir, args.problem, args.hparams_set,
                                      args.hparams, args.data_dir, args.init_from,
                                      args.init_from_optimizer)

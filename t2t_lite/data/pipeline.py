@@ -7,6 +7,8 @@ tensor2tensor: short sentences come many to a batch, long ones few, and little i
 
 import tensorflow as tf
 
+from t2t_lite.data.buckets import buckets
+
 _FEATURES = {
     "inputs": tf.io.VarLenFeature(tf.int64),
     "targets": tf.io.VarLenFeature(tf.int64),
@@ -61,25 +63,11 @@ def example_length(example):
     return tf.maximum(tf.shape(example["inputs"])[0], tf.shape(example["targets"])[0])
 
 
-def bucket_boundaries(max_length, min_length=8, step=1.1):
-    """Geometric length boundaries (tensor2tensor's): 8, 9, 10, ..., 19, 20, 22, ..."""
-    boundaries = []
-    length = min_length
-    while length < max_length:
-        boundaries.append(length)
-        length = max(length + 1, int(length * step))
-    return boundaries
-
-
 def batch_by_tokens(dataset, batch_size, max_length):
-    """Groups examples by length into padded batches of at most `batch_size` tokens.
-
-    Bucket i holds lengths in [boundaries[i-1], boundaries[i]), so `batch_size // boundaries[i]`
-    examples fit the budget. Examples longer than `max_length` (kept in evaluation) come one
-    per batch.
-    """
-    boundaries = bucket_boundaries(max_length) + [max_length + 1]
-    batch_sizes = [max(1, batch_size // length) for length in boundaries] + [1]
+    """Groups examples by length into padded batches of at most `batch_size` tokens (see
+    t2t_lite.data.buckets). Examples longer than `max_length` (kept in evaluation) come one
+    per batch."""
+    boundaries, batch_sizes = buckets(batch_size, max_length)
     return dataset.bucket_by_sequence_length(
         example_length, boundaries, batch_sizes,
         padded_shapes={"inputs": [None], "targets": [None]})

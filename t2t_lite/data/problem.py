@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import sys
 import time
 
 from t2t_lite.config import EOS_ID
@@ -23,6 +24,7 @@ from t2t_lite.data import shard_records
 from t2t_lite.data.corpus import is_empty, read_lines
 from t2t_lite.evaluation.metrics import bleu
 from t2t_lite.registry import snake_case
+from t2t_lite.utils.backend import keras_backend
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import (
     exclusive_lock,
@@ -269,20 +271,46 @@ class Problem:
                                  hparams.max_length, training=training,
                                  input_context=input_context, seed=seed)
 
-    def examples(self, split, data_dir):
+    def numpy_batches(self, split, data_dir, hparams, *, training, seed=0, devices=1):
+        """The JAX path's batches of `split`, read without TensorFlow: for training an endless
+        data.numpy_pipeline.TrainingBatches (its position checkpointable), else every example
+        once; rows for `devices` devices (see t2t_lite.data.numpy_pipeline)."""
+        from t2t_lite.data import numpy_pipeline
+
+        examples = self.examples(split, data_dir, tensorflow=False)
+        if training:
+            self._report_length_filter(data_dir, hparams.max_length)
+            return numpy_pipeline.TrainingBatches(examples, hparams.batch_size,
+                                                  hparams.max_length, seed=seed,
+                                                  devices=devices)
+        return numpy_pipeline.evaluation_batches(examples, hparams.batch_size,
+                                                 hparams.max_length, devices)
+
+    def examples(self, split, data_dir, tensorflow=None):
         """{"inputs", "targets"} numpy id sequences (with EOS) of `split`, one by one, in the
         order of its text pairs: unbatched, so that a sample of them is not biased by length
-        buckets."""
+        buckets. Read by tf.data (which checks each record's CRC) on Keras's TensorFlow
+        backend, else without TensorFlow (t2t_lite.data.records); `tensorflow` overrides."""
+        self._check_has_data(split, data_dir)
+        paths = self.shard_paths(split, data_dir)
+        if tensorflow is None:
+            tensorflow = keras_backend() == "tensorflow"
+        if not tensorflow:
+            from t2t_lite.data.records import read_in_written_order
+
+            return read_in_written_order(paths)
         from t2t_lite.data import pipeline
 
-        self._check_has_data(split, data_dir)
-        return pipeline.read_in_written_order(self.shard_paths(split, data_dir))
+        return pipeline.read_in_written_order(paths)
 
     @contextlib.contextmanager
     def damaged_data_named(self, data_dir):
         """Turns TensorFlow's DataLossError, met reading a shard of data_dir that changed in place
         (a record failing its CRC, at any size: _check_has_data finds cut shards before reading),
         into one line naming data_dir and the datagen run that finds and rewrites it."""
+        if "tensorflow" not in sys.modules:  # the JAX path reads shards without it
+            yield
+            return
         import tensorflow as tf
 
         try:

@@ -23,13 +23,13 @@ import sys
 import time
 
 import numpy as np
-import tensorflow as tf
 
 from t2t_lite.data.corpus import tsv_text
 from t2t_lite.evaluation.monitor import Monitor
 from t2t_lite.training.checkpoint_list import checkpoint_step
-from t2t_lite.training.checkpoints import restore_existing, save_model_dir
-from t2t_lite.training.distribution import worker_index
+from t2t_lite.training.model_dir_copy import save_model_dir
+from t2t_lite.training.model_weights import restore_model
+from t2t_lite.training.scalar_summaries import ScalarWriter
 from t2t_lite.utils.errors import UserError, did_you_mean
 from t2t_lite.utils.files import write_text_atomically
 from t2t_lite.utils.progress import Progress
@@ -67,56 +67,25 @@ def read_sample(problem, vocabulary, data_dir, split, max_examples=None, seed=SA
     return Sample(sources, references, description)
 
 
-class ReplicatedTranslation:
-    """Translates token lists with `translator`, one batch on each local replica of `strategy`
-    at a time, through one traced function that every evaluation reuses."""
-
-    def __init__(self, translator, strategy):
-        self.translator = translator
-        self.strategy = strategy
-        self.replicas = strategy.num_replicas_in_sync // worker_index(strategy)[1]
-        self._step = tf.function(
-            lambda ids: strategy.experimental_local_results(
-                strategy.run(lambda replica_ids: translator.translate_ids(replica_ids),
-                             args=(ids,))),
-            reduce_retracing=True)
-
-    def __call__(self, token_lists, progress=None):
-        if self.replicas == 1:
-            return self.translator.translate_tokens(token_lists, progress)
-        results = [None] * len(token_lists)
-        batches = list(self.translator.batches(token_lists))
-        for start in range(0, len(batches), self.replicas):
-            group = batches[start:start + self.replicas]
-            group += group[-1:] * (self.replicas - len(group))  # every replica takes part
-            ids = self.strategy.experimental_distribute_values_from_function(
-                lambda context, group=group: group[
-                    context.replica_id_in_sync_group % self.replicas][1])
-            for (chunk, _), translated in zip(group, self._step(ids)):
-                self.translator.collect(results, chunk, translated)
-            if progress:
-                progress.update(sum(len(c) for c, _ in batches[start:start + self.replicas]))
-        return results
-
-
 class Evaluator:
     """Evaluates the model of `translator` on `split` of `problem`, whose data is in data_dir;
-    see the module docstring.
+    see the module docstring. `translate` (default: translator.translate_tokens) translates
+    token lists: e.g. on several replicas (t2t_lite.decoding.replicated).
 
-    With a `trainer` (whose model the translator translates with) evaluations include the
-    teacher-forced metrics over `eval_steps` batches (default: all). Those of a training run are
-    recorded in `output_dir` (a ModelDir: the chief's model_dir, or a worker's temporary one):
-    summaries in eval/, the history, and with keep_best_by the best checkpoint as the model_dir
-    best/, which records the experiment of `model_dir` (the ModelDir trained; its history is
-    the one resumed). `early_stopping` N: should_stop() once N evaluations have not improved
-    keep_best_by by more than min_delta. `bleu_tokenize`: sacreBLEU's tokenizer for BLEU, if
-    not the problem's own.
+    With a `trainer` (of either backend; whose model the translator translates with)
+    evaluations include the teacher-forced metrics over `eval_steps` batches (default: all).
+    Those of a training run are recorded in `output_dir` (a ModelDir: the chief's model_dir,
+    or a worker's temporary one): summaries in eval/, the history, and with keep_best_by the
+    best checkpoint as the model_dir best/, which records the experiment of `model_dir` (the
+    ModelDir trained; its history is the one resumed). `early_stopping` N: should_stop() once N
+    evaluations have not improved keep_best_by by more than min_delta. `bleu_tokenize`:
+    sacreBLEU's tokenizer for BLEU, if not the problem's own.
     """
 
     def __init__(self, problem, translator, data_dir, *, split="dev", trainer=None,
                  eval_steps=None, decode_examples=DECODE_EXAMPLES, keep_best_by=None,
                  early_stopping=0, min_delta=0.0, model_dir=None, output_dir=None,
-                 bleu_tokenize=None):
+                 bleu_tokenize=None, translate=None):
         self.problem = problem
         self.translator = translator
         self.data_dir = data_dir
@@ -131,11 +100,9 @@ class Evaluator:
         self.output_dir = output_dir
         self.bleu_tokenize = bleu_tokenize
         self._check_options()
-        strategy = trainer.strategy if trainer else tf.distribute.get_strategy()
-        self._translate = ReplicatedTranslation(translator, strategy)
+        self._translate = translate or translator.translate_tokens
         self._sample = None
-        self._writer = (tf.summary.create_file_writer(output_dir.summaries("eval"))
-                        if output_dir else None)
+        self._writer = ScalarWriter(output_dir.summaries("eval")) if output_dir else None
         self.history = self._read_history() if model_dir else []
         self.decoded = None  # the last evaluation's Decoded
 
@@ -200,9 +167,8 @@ class Evaluator:
         metrics = {}
         decode = decode and self.decode_examples != 0
         if self.trainer:
-            dataset = self.problem.dataset(self.split, self.data_dir, self.trainer.hparams,
-                                           training=False)
-            metrics.update(self.trainer.evaluate(dataset, self.eval_steps))
+            metrics.update(self.trainer.evaluate_split(self.problem, self.split, self.data_dir,
+                                                       self.eval_steps))
         if decode:
             decoded = self.decode(show_progress)
             metrics.update(self.problem.decode_metrics(
@@ -214,13 +180,9 @@ class Evaluator:
         self.history = [entry for entry in self.history if entry["step"] < step]
         self.history.append({"step": step, "metrics": metrics, "decoded": decode})
         if self.output_dir:
-            with self._writer.as_default(step=step):
-                for name, value in metrics.items():
-                    decoded = name in self.problem.metric_names
-                    tf.summary.scalar(name, value, description=(
-                        f"on {self.sample.description}, {self.search_name()}" if decoded
-                        else None))
-            self._writer.flush()
+            how = f"on {self.sample.description}, {self.search_name()}" if decode else None
+            self._writer.scalars(step, metrics, {name: how for name in metrics
+                                                 if name in self.problem.metric_names})
             self.output_dir.write_history(self.history)
             if self.keep_best_by in metrics:
                 self.keep_if_best(step, metrics[self.keep_best_by])
@@ -260,7 +222,7 @@ class Evaluator:
         if best and best["metric"] == self.keep_best_by and not self.monitor.improves(
                 value, best["value"], min_delta=0.0):
             return
-        save_model_dir(self.trainer.checkpoint, step, self.model_dir, best_dir,
+        save_model_dir(self.trainer.write_checkpoint, step, self.model_dir, best_dir,
                        {"metric": self.keep_best_by, "value": value, "step": step},
                        replace=True)
         logger.info("best %s so far (%.4g): checkpoint of step %d kept in %s",
@@ -319,7 +281,7 @@ class Evaluator:
         exactly as the trainer's model; the model's own weights are put back afterwards."""
         model = self.translator.model
         weights = [variable.numpy() for variable in model.weights]
-        restore_existing(tf.train.Checkpoint(model=model), path)
+        restore_model(model, path)
         try:
             return self.evaluate()
         finally:

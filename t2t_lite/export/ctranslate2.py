@@ -23,6 +23,7 @@ from t2t_lite.config import EOS_ID, PAD_ID, UNK_ID
 from t2t_lite.decoding.alignment import default_layer
 from t2t_lite.decoding.ctranslate2_translator import check_quantization, import_ctranslate2
 from t2t_lite.export.versions import new_version
+from t2t_lite.model_dir import CHECKPOINT_MARKERS
 from t2t_lite.training.checkpoint_list import CheckpointGone
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import (
@@ -183,14 +184,15 @@ def cached_conversion(model_dir, checkpoint, load_model, vocabulary):
 
 def _cache_key(model_dir, checkpoint):
     """A checkpoint's name, qualified by its directory when it is outside model_dir (e.g.
-    averaged/ckpt-5), and by its index file's modification time, so a retrained model_dir
+    averaged/ckpt-5), and by its index (or .weights.h5) file's time, so a retrained model_dir
     whose checkpoint numbers repeat is not mistaken for the old one, and by CONVERSION_VERSION,
     so that a conversion an older t2t_lite wrote is not taken for this one's."""
     relative = os.path.relpath(checkpoint, model_dir)
     if relative.startswith(".."):
         relative = os.path.abspath(checkpoint)
-    try:
-        stamp = os.stat(checkpoint + ".index").st_mtime_ns
-    except FileNotFoundError:  # removed since it was chosen: a trainer rotating checkpoints
-        raise CheckpointGone(checkpoint) from None
+    stamps = [os.stat(checkpoint + marker).st_mtime_ns for marker in CHECKPOINT_MARKERS
+              if os.path.exists(checkpoint + marker)]
+    if not stamps:  # removed since it was chosen: a trainer rotating checkpoints
+        raise CheckpointGone(checkpoint)
+    stamp = stamps[0]
     return f"{relative.strip(os.sep).replace(os.sep, '_')}-{stamp}-v{CONVERSION_VERSION}"

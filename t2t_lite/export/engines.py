@@ -1,9 +1,11 @@
 """Engines: the ways a trained model runs, in one registry that the decoder (`--engine`) and the
 exporter (`--format`) both choose from, as OpenNMT-tf's `make_exporter(name)` does.
 
-Each engine has an in-process translator and a directory format: `tensorflow` translates with
-t2t_lite's own search (decoding.Translator) and exports it as a SavedModel; `ctranslate2`
-translates with CTranslate2 on a conversion cached in the model_dir and exports that conversion.
+Each engine has an in-process translator and most a directory format: `tensorflow` translates
+with t2t_lite's own search (decoding.Translator) and exports it as a SavedModel; `jax` runs the
+same search on Keras's JAX backend (decoding.jax_translator; no export format: serve its
+checkpoints with the others); `ctranslate2` translates with CTranslate2 on a conversion cached
+in the model_dir and exports that conversion.
 """
 
 import logging
@@ -15,6 +17,7 @@ from t2t_lite.decoding.ctranslate2_translator import (
     import_ctranslate2,
 )
 from t2t_lite.training.checkpoint_list import CheckpointGone, resolve_checkpoint
+from t2t_lite.utils.backend import keras_backend
 from t2t_lite.utils.errors import UserError
 
 logger = logging.getLogger("t2t_lite")
@@ -72,12 +75,21 @@ class TrainedModel:
                                gone.path, self.checkpoint())
 
 
+def _check_backend(engine):
+    backend = keras_backend()
+    if backend != engine:
+        raise UserError(f"--engine={engine} runs on Keras's {engine} backend, but this process "
+                        f"runs Keras on {backend}: use --engine={backend}, or set "
+                        f"KERAS_BACKEND={engine}")
+
+
 class TensorFlowEngine:
     name = "tensorflow"
     format = "saved_model"
     quantizations = ()
 
     def translator(self, trained, hparams, batch_size=32, quantization=None, sampling=None):
+        _check_backend(self.name)
         model = trained.model()  # first: restoring imports TensorFlow quietly
         from t2t_lite.decoding.translator import Translator  # TensorFlow: only when used
 
@@ -90,6 +102,19 @@ class TensorFlowEngine:
         from t2t_lite.export import saved_model
 
         return saved_model.export(self.translator(trained, hparams), export_dir)
+
+
+class JaxEngine:
+    name = "jax"
+    format = None
+    quantizations = ()
+
+    def translator(self, trained, hparams, batch_size=32, quantization=None, sampling=None):
+        _check_backend(self.name)
+        from t2t_lite.decoding.jax_translator import JaxTranslator
+
+        return JaxTranslator(trained.model(), trained.vocabulary, hparams, batch_size,
+                             trained.problem.search_constraint(trained.vocabulary), sampling)
 
 
 class CTranslate2Engine:
@@ -125,9 +150,9 @@ class CTranslate2Engine:
         return ctranslate2.export(trained.model(), trained.vocabulary, export_dir, quantization)
 
 
-ENGINES = (TensorFlowEngine(), CTranslate2Engine())
+ENGINES = (TensorFlowEngine(), JaxEngine(), CTranslate2Engine())
 ENGINE_NAMES = tuple(engine.name for engine in ENGINES)
-FORMATS = tuple(engine.format for engine in ENGINES)
+FORMATS = tuple(engine.format for engine in ENGINES if engine.format)
 
 
 def make_engine(name):
@@ -141,7 +166,7 @@ def make_engine(name):
 def make_exporter(format_name):
     """The engine whose directory format is `format_name` (the exporter's --format)."""
     for engine in ENGINES:
-        if engine.format == format_name:
+        if engine.format and engine.format == format_name:
             return engine
     raise UserError(f"unknown format '{format_name}': use {' or '.join(FORMATS)}")
 

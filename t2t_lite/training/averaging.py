@@ -5,34 +5,33 @@ import logging
 import os
 
 import numpy as np
-import tensorflow as tf
 
-from t2t_lite.training.checkpoints import check_new_dir, restore_existing, save_model_dir
+from t2t_lite.training.model_dir_copy import check_new_dir, save_model_dir
 from t2t_lite.utils.progress import Progress
 
 logger = logging.getLogger("t2t_lite")
 
 
-def average_checkpoints(model, optimizer, paths, model_dir, output_dir, info=None,
-                        replace=False):
+def average_checkpoints(trainer, paths, model_dir, output_dir, info=None, replace=False):
     """Writes to output_dir a model_dir whose model weights are the element-wise mean of those
-    of the checkpoints `paths` of the ModelDir model_dir, restored into `model` (and
-    `optimizer`, built for it); its step and optimizer state are the last path's, so training
-    could even continue from it. `info` goes into its info.json besides the averaged paths; an
-    existing output_dir is an error unless `replace`. Returns the new checkpoint's path."""
+    of the checkpoints `paths` of the ModelDir model_dir, restored into `trainer` (of either
+    backend: its restore(path) loads a checkpoint whole, write_checkpoint(directory, step)
+    saves one); its step and optimizer state are the last path's, so training could even
+    continue from it. `info` goes into its info.json besides the averaged paths; an existing
+    output_dir is an error unless `replace`. Returns the new checkpoint's path."""
     if not replace:
         check_new_dir(output_dir)
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+    model = trainer.model
     variables = [v for v in model.variables if "float" in str(v.dtype)]
     sums = [np.zeros(v.shape, "float64") for v in variables]
     with Progress("averaged", "checkpoints", total=len(paths)) as progress:
         for path in paths:  # the last restored stays: its step and optimizer state are kept
-            restore_existing(checkpoint, path)
+            trainer.restore(path)
             for total, variable in zip(sums, variables):
                 total += np.asarray(variable.numpy(), "float64")
             progress.update(1)
     for total, variable in zip(sums, variables):
         variable.assign((total / len(paths)).astype(variable.dtype))
     logger.info("averaged %d checkpoints: %s", len(paths), ", ".join(map(os.path.basename, paths)))
-    return save_model_dir(checkpoint, int(optimizer.iterations.numpy()), model_dir, output_dir,
+    return save_model_dir(trainer.write_checkpoint, trainer.step, model_dir, output_dir,
                           {"averaged_checkpoints": list(paths), **(info or {})}, replace)

@@ -14,7 +14,7 @@ import re
 
 from google.protobuf import text_encoding
 
-from t2t_lite.model_dir import CHECKPOINT_LIST
+from t2t_lite.model_dir import CHECKPOINT_LIST, CHECKPOINT_MARKERS
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import write_text_atomically
 
@@ -93,14 +93,14 @@ def latest_checkpoint(model_dir, repair=False):
     if missing:
         named = (f"checkpoint {missing[0]} is" if len(missing) == 1 else
                  f"checkpoints {', '.join(missing)} are")
-        logger.warning("%s missing (no .index file: deleted, or a bad copy?): %s", named,
-                       f"using {latest}, the newest checkpoint there" if latest else
+        logger.warning("%s missing (no .index or .weights.h5 file: deleted, or a bad copy?): "
+                       "%s", named, f"using {latest}, the newest checkpoint there" if latest else
                        f"{model_dir} holds no other")
     elif latest and missing is None:
         logger.warning("%s is missing or unreadable: using %s, the newest checkpoint there",
                        os.path.join(model_dir, CHECKPOINT_LIST), latest)
     if repair and latest and missing != []:
-        _write_list(model_dir, there)
+        write_list(model_dir, there)
     return latest
 
 
@@ -112,17 +112,23 @@ def _newest_there(model_dir):
         listed = list(listed_state.paths)
         if listed_state.latest not in listed:
             listed.append(listed_state.latest)
-        there = [path for path in listed if os.path.exists(f"{path}.index")]
+        there = [path for path in listed if is_there(path)]
         if there:
             return there[-1], [path for path in listed if path not in there], there
     indexed = {}
-    for index in glob.glob(os.path.join(glob.escape(model_dir), "*-*.index")):
-        path = index[:-len(".index")]
-        if path.rsplit("-", 1)[1].isdigit():
-            indexed[path] = checkpoint_step(path)
+    for marker in CHECKPOINT_MARKERS:
+        for found in glob.glob(os.path.join(glob.escape(model_dir), f"*-*{marker}")):
+            path = found[:-len(marker)]
+            if path.rsplit("-", 1)[1].isdigit():
+                indexed[path] = checkpoint_step(path)
     there = sorted(indexed, key=indexed.get)
     missing = [p for p in listed if p not in there] if listed_state else None
     return (there[-1] if there else None), missing, there
+
+
+def is_there(path):
+    """Whether checkpoint `path` (a prefix) of either trainer is there."""
+    return any(os.path.exists(path + marker) for marker in CHECKPOINT_MARKERS)
 
 
 def resolve_checkpoint(model_dir, checkpoint_path=None):
@@ -134,10 +140,10 @@ def resolve_checkpoint(model_dir, checkpoint_path=None):
             if not path:
                 raise UserError(f"--checkpoint_path {checkpoint_path} holds no checkpoint")
             return path
-        if not os.path.exists(checkpoint_path + ".index"):
+        if not is_there(checkpoint_path):
             raise UserError(f"--checkpoint_path {checkpoint_path} is not a checkpoint (no "
-                            f"{os.path.basename(checkpoint_path)}.index); `ls` the model_dir "
-                            "for ckpt-N names")
+                            f"{os.path.basename(checkpoint_path)}.index or .weights.h5); `ls` "
+                            "the model_dir for ckpt-N names")
         return checkpoint_path
     path = latest_checkpoint(model_dir)
     if not path:
@@ -159,10 +165,10 @@ def last_checkpoints(model_dir, n):
 def forget_checkpoint(model_dir, path):
     """Removes `path` from model_dir's list of checkpoints, so that the latest is the one
     before it; its files stay until a new checkpoint of that step replaces them."""
-    _write_list(model_dir, [p for p in checkpoint_paths(model_dir) if p != path])
+    write_list(model_dir, [p for p in checkpoint_paths(model_dir) if p != path])
 
 
-def _write_list(model_dir, paths):
+def write_list(model_dir, paths):
     """Makes model_dir's list of checkpoints (the `checkpoint` text proto CheckpointManager
     reads) name `paths`, the last the latest, or removes it for none. Written here, not by
     tf.compat.v1.train.update_checkpoint_state, which prints a deprecation notice."""

@@ -1,31 +1,21 @@
-"""Checkpoints of a model_dir: restoring them (old layouts and damaged files included), saving
-them, and copying one to a new model_dir (best/, an average). Which ones there are is
-t2t_lite.training.checkpoint_list.
-
-A copy is written as a complete model_dir (checkpoint, the experiment's records, info.json), so
-that every command takes it as `--model_dir`; it is built under a temporary name and renamed
-when complete.
+"""The TensorFlow trainer's checkpoints: restoring them (old layouts and damaged files
+included) and saving them. Which ones a model_dir holds is t2t_lite.training.checkpoint_list;
+copying one to a new model_dir (best/, an average), t2t_lite.training.model_dir_copy; the JAX
+trainer's, t2t_lite.training.jax_checkpoints.
 """
 
 import glob
 import logging
 import os
 import shutil
-import tempfile
 
 import keras
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from t2t_lite.model_dir import ModelDir
 from t2t_lite.training.checkpoint_list import CheckpointGone, checkpoint_paths
 from t2t_lite.utils.errors import UserError
-from t2t_lite.utils.files import (
-    error_cause,
-    make_directory,
-    temporary_directory,
-    write_failure,
-)
+from t2t_lite.utils.files import error_cause, write_failure
 
 logger = logging.getLogger("t2t_lite")
 
@@ -158,39 +148,8 @@ def _with_legacy_norm_names(checkpoint):
         for attribute, names in LEGACY_NORMS.items()}))
 
 
-def check_new_dir(output_dir):
-    """Fails early (before any work) if output_dir cannot become a new model_dir."""
-    if os.path.isdir(output_dir) and os.listdir(output_dir):
-        raise UserError(f"{output_dir} already exists and is not empty: choose a new output "
-                        "directory or remove it")
-    make_directory(output_dir, "output_dir")  # empty: save_model_dir replaces it
-
-
-def save_model_dir(checkpoint, step, model_dir, output_dir, info, replace=False):
-    """Saves `checkpoint` at `step` as a new model_dir output_dir with the experiment of
-    model_dir and `info` in info.json; returns the checkpoint's path. The directory is
-    built under a temporary name and renamed, so output_dir is never half-written; an existing
-    non-empty output_dir is an error unless `replace`."""
-    output_dir = os.path.abspath(output_dir)
-    if not replace:
-        check_new_dir(output_dir)
-    parent = os.path.dirname(output_dir)
-    os.makedirs(parent, exist_ok=True)
-    temporary = temporary_directory(parent, f".{os.path.basename(output_dir)}-")
-    try:
-        for path in ModelDir(model_dir).experiment_files():
-            shutil.copy(path, temporary)
-        ModelDir(temporary).write_info(info)
-        saved = tf.train.CheckpointManager(checkpoint, temporary, max_to_keep=1).save(
-            checkpoint_number=step)
-        if os.path.isdir(output_dir):
-            old = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output_dir)}-old-")
-            os.replace(output_dir, old)
-            os.replace(temporary, output_dir)
-            shutil.rmtree(old)
-        else:
-            os.replace(temporary, output_dir)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
-    return os.path.join(output_dir, os.path.basename(saved))
+def checkpoint_writer(checkpoint):
+    """write_checkpoint(directory, step) -> path, which saves `checkpoint` (a
+    tf.train.Checkpoint) in `directory` as its only checkpoint (for model_dir_copy)."""
+    return lambda directory, step: tf.train.CheckpointManager(
+        checkpoint, directory, max_to_keep=1).save(checkpoint_number=step)

@@ -27,11 +27,14 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
                 "learning_rate": self.learning_rate}
 
 
+def learning_rate_schedule(hparams):
+    return TransformerSchedule(hparams.d_model, hparams.warmup_steps, hparams.schedule_multiplier)
+
+
 def create_optimizer(hparams):
     """Adam with the paper's betas and epsilon on the paper's schedule; loss-scaled in float16."""
     optimizer = keras.optimizers.Adam(
-        learning_rate=TransformerSchedule(hparams.d_model, hparams.warmup_steps,
-                                          hparams.schedule_multiplier),
+        learning_rate=learning_rate_schedule(hparams),
         beta_1=hparams.adam_beta1, beta_2=hparams.adam_beta2, epsilon=hparams.adam_epsilon)
     if hparams.precision == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)

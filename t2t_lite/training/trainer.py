@@ -21,29 +21,21 @@ import keras
 import tensorflow as tf
 
 from t2t_lite.models.transformer import create_model
-from t2t_lite.training.checkpoints import remove_partial_saves, save
+from t2t_lite.training.checkpoints import (
+    checkpoint_writer,
+    remove_partial_saves,
+    restore_existing,
+    save,
+)
 from t2t_lite.training.distribution import data_key, worker_index
 from t2t_lite.training.loss import batch_statistics, summarize
 from t2t_lite.training.optimizer import create_optimizer
 from t2t_lite.training.preemption import stop_on_signals
 from t2t_lite.training.progress import Progress
+from t2t_lite.training.stops import Stopped, TrainingDiverged
 from t2t_lite.utils.errors import UserError
 
 logger = logging.getLogger("t2t_lite")
-
-
-class TrainingDiverged(UserError):
-    """The loss became NaN or infinite."""
-
-
-class Stopped(UserError):
-    """SIGTERM or SIGINT (here, or to another worker) stopped training after a checkpoint."""
-
-    def __init__(self, signal_name, step, checkpoints):
-        where = (f"saved {checkpoints.latest_checkpoint}: run the same command to resume"
-                 if checkpoints else "nothing saved (no checkpoint directory)")
-        super().__init__(f"stopped by {signal_name or 'a signal to another worker'} at step "
-                         f"{step}; {where}")
 
 
 class Trainer:
@@ -158,6 +150,20 @@ class Trainer:
         variables = self.model.variables + self.optimizer.variables
         return sum(math.prod(v.shape) * tf.as_dtype(v.dtype).size for v in variables)
 
+    def evaluate_split(self, problem, split, data_dir, max_batches=None):
+        """evaluate() over `split` of `problem` in data_dir, read by tf.data."""
+        return self.evaluate(problem.dataset(split, data_dir, self.hparams, training=False),
+                             max_batches)
+
+    def restore(self, path):
+        """Loads checkpoint `path`'s model and optimizer (not its data position)."""
+        restore_existing(self.checkpoint, path)
+
+    def write_checkpoint(self, directory, step):
+        """Saves the model and optimizer as `directory`'s only checkpoint, of `step` (best/, an
+        average: see t2t_lite.training.model_dir_copy); returns its path."""
+        return checkpoint_writer(self.checkpoint)(directory, step)
+
     def evaluate(self, dataset, max_batches=None):
         """Loss, perplexity, token accuracy and padding over `dataset` (all of it by default)."""
         if self._eval_step is None:
@@ -237,7 +243,8 @@ class Trainer:
                                         or stopping or out_of_time):
                         save(checkpoints, step, self._checkpoint_bytes())
                     if stopping:
-                        raise Stopped(signals.signal_name, step, checkpoints)
+                        raise Stopped(signals.signal_name, step,
+                                      checkpoints and checkpoints.latest_checkpoint)
                     if out_of_time:
                         logger.info("the time budget (--train_minutes) is spent: training "
                                     "stops at step %d of %d", step, train_steps)

@@ -13,7 +13,6 @@ run may change and records).
 
 import logging
 import os
-import re
 import time
 
 from t2t_lite import registry
@@ -29,6 +28,7 @@ from t2t_lite.training.checkpoint_list import (
 )
 from t2t_lite.training import warm_start
 from t2t_lite.utils.errors import UserError
+from t2t_lite.utils.backend import keras_backend
 from t2t_lite.utils.files import absolute, exclusive_lock, make_directory
 from t2t_lite.utils.quiet_tensorflow import import_tensorflow_quietly
 
@@ -184,22 +184,15 @@ class Runner:
         return self._restore_model(resolve_checkpoint(self.model_dir.path, checkpoint_path))
 
     def _restore_model(self, path):
-        """The model of the checkpoint at `path`, an existing checkpoint prefix."""
-        tf = import_tensorflow_quietly()
+        """The model of the checkpoint at `path`, an existing checkpoint prefix (of either
+        trainer; see t2t_lite.training.model_weights)."""
+        if keras_backend() == "tensorflow":
+            import_tensorflow_quietly()
         from t2t_lite.models.transformer import create_model
-        from t2t_lite.training.checkpoints import restore_existing
+        from t2t_lite.training.model_weights import restore_model
 
         model = create_model(self.hparams, self.vocabulary.size)
-        try:
-            restore_existing(tf.train.Checkpoint(model=model), path)
-        except (AssertionError, ValueError) as error:  # missing weights, or other shapes
-            shapes = re.search(r"tensor with shape (\([^)]*\)) .* variable with shape "
-                               r"(\([^)]*\))", str(error))
-            cause = (f" (a tensor of shape {shapes[1]} where the model has {shapes[2]})"
-                     if shapes else "")
-            raise UserError(f"{path} does not hold the weights of the model in "
-                            f"{self.model_dir}/hparams.json{cause}: it is another model's; "
-                            "pass the --model_dir it was trained in") from None
+        restore_model(model, path, f"{self.model_dir}/hparams.json")
         logger.info("restored %s", path)
         return model
 
@@ -275,11 +268,13 @@ class Runner:
     def trainer(self, strategy=None, jit_compile=False):
         """A Trainer restored from the latest checkpoint in model_dir, if any."""
         from t2t_lite.training.checkpoints import DamagedCheckpoint, restore_existing
+        from t2t_lite.training.model_weights import check_resumable
         from t2t_lite.training.trainer import Trainer
 
         trainer = Trainer(self.hparams, self.vocabulary.size, strategy, jit_compile)
         latest = latest_checkpoint(self.model_dir.path)
         if latest:
+            check_resumable(latest, "tensorflow")
             try:
                 restore_existing(trainer.checkpoint, latest)
             except DamagedCheckpoint as error:
@@ -311,10 +306,15 @@ class Runner:
         worker runs this; only the chief writes into model_dir (the others write into a
         temporary directory).
         """
+        if keras_backend() == "jax":
+            from t2t_lite.runner.jax_training import train_on_jax
+
+            return train_on_jax(self, config)
         deadline = time.monotonic() + 60 * config.train_minutes if config.train_minutes else None
         tf = import_tensorflow_quietly()
         import keras
 
+        from t2t_lite.decoding.replicated import ReplicatedTranslation
         from t2t_lite.evaluation.evaluator import Evaluator
         from t2t_lite.training import distribution
 
@@ -332,13 +332,14 @@ class Runner:
             resume_from = latest_checkpoint(self.model_dir.path)  # trainer() restored it
             if chief:
                 self._record(trainer.step)
+            translator = self.translator(trainer.model, beam_size=config.eval_beam_size)
             evaluator = Evaluator(
-                self.problem, self.translator(trainer.model, beam_size=config.eval_beam_size),
-                self.data_dir, trainer=trainer, eval_steps=config.eval_steps,
-                decode_examples=config.eval_decode_examples, keep_best_by=config.keep_best_by,
-                early_stopping=config.early_stopping, min_delta=config.early_stopping_min_delta,
-                model_dir=self.model_dir, output_dir=output_dir,
-                bleu_tokenize=config.bleu_tokenize)
+                self.problem, translator, self.data_dir, trainer=trainer,
+                eval_steps=config.eval_steps, decode_examples=config.eval_decode_examples,
+                keep_best_by=config.keep_best_by, early_stopping=config.early_stopping,
+                min_delta=config.early_stopping_min_delta, model_dir=self.model_dir,
+                output_dir=output_dir, bleu_tokenize=config.bleu_tokenize,
+                translate=ReplicatedTranslation(translator, strategy))
             logger.info("training %s with %s parameters on %d replica(s), step %d of %d",
                         self.problem.name, f"{trainer.model.count_params():,}",
                         strategy.num_replicas_in_sync, trainer.step, config.train_steps)
@@ -377,17 +378,18 @@ class Runner:
     def average(self, paths, output_dir, info=None, replace=False):
         """Writes the average of the checkpoints `paths` as the model_dir output_dir (see
         t2t_lite.training.averaging); returns its checkpoint's path."""
+        from t2t_lite.runner.jax_training import new_trainer
         from t2t_lite.training.averaging import average_checkpoints
-        from t2t_lite.training.trainer import Trainer
 
-        trainer = Trainer(self.hparams, self.vocabulary.size)
-        return average_checkpoints(trainer.model, trainer.optimizer, paths, self.model_dir,
+        return average_checkpoints(new_trainer(self, keras_backend()), paths, self.model_dir,
                                    output_dir, info, replace)
 
     def _lock(self, strategy):
         """One trainer per model_dir (and per worker of a multi-worker run)."""
-        from t2t_lite.training import distribution
+        worker = (0, 1)
+        if strategy is not None:
+            from t2t_lite.training import distribution
 
+            worker = distribution.worker_index(strategy)
         os.makedirs(self.model_dir.path, exist_ok=True)
-        return exclusive_lock(self.model_dir.trainer_lock(*distribution.worker_index(strategy)),
-                              self.model_dir.path)
+        return exclusive_lock(self.model_dir.trainer_lock(*worker), self.model_dir.path)

@@ -1,0 +1,120 @@
+"""The JAX path's input pipeline, in numpy: the same length buckets and token budgets as the
+tf.data pipeline (t2t_lite.data.buckets), from shards read without TensorFlow
+(t2t_lite.data.records).
+
+Two differences, both for XLA, which compiles one program per input shape: every batch of a
+bucket has the same shape (rows: the bucket's batch size, times the number of devices the batch
+is split over; length: the bucket's longest, padded with PAD, which adds no token to the loss),
+and the order is fixed by (seed, epoch), a permutation per epoch, so that the position in the
+data is two numbers a checkpoint holds and a resumed run continues exactly.
+"""
+
+import numpy as np
+
+from t2t_lite.data.buckets import buckets
+from t2t_lite.data.records import read_in_written_order
+
+_LENGTH_MULTIPLE = 8  # longer-than-max_length evaluation examples: widths rounded up to this
+
+
+class _Examples:
+    """Examples in memory: their inputs, targets and padded size (the longer side)."""
+
+    def __init__(self, examples):
+        self.inputs, self.targets = [], []
+        for example in examples:
+            self.inputs.append(example["inputs"])
+            self.targets.append(example["targets"])
+        self.lengths = np.array([max(len(a), len(b)) for a, b in zip(self.inputs, self.targets)],
+                                "int64")
+
+    def batch(self, members, rows, width):
+        """({"inputs", "targets"}, targets): `members` in int32 [rows, width], PAD-padded."""
+        inputs = np.zeros((rows, width), "int32")
+        targets = np.zeros((rows, width), "int32")
+        for row, i in enumerate(members):
+            inputs[row, : len(self.inputs[i])] = self.inputs[i]
+            targets[row, : len(self.targets[i])] = self.targets[i]
+        return {"inputs": inputs, "targets": targets}, targets
+
+
+class TrainingBatches:
+    """An endless iterator of training batches of the examples no longer than max_length:
+    epoch after epoch, each a new permutation, bucketed by length and dealt in a shuffled
+    order. `position` (a dict) is where it is; `position = saved` continues from there."""
+
+    def __init__(self, examples, batch_size, max_length, *, seed=0, devices=1):
+        kept = _Examples(examples)
+        self.examples = kept
+        self.boundaries, sizes = buckets(batch_size, max_length)
+        self.rows = [devices * size for size in sizes[:-1]]
+        self.widths = [boundary - 1 for boundary in self.boundaries]
+        self._kept = np.flatnonzero(kept.lengths <= max_length)
+        if not len(self._kept):
+            raise ValueError(f"no training example is at most max_length={max_length} long")
+        self._bucket = np.searchsorted(self.boundaries, kept.lengths, side="right")
+        self.seed = seed
+        self._epoch, self._index, self._order = 0, 0, None
+
+    def _batches_of(self, epoch):
+        """[(bucket, example indices)] of one epoch, in the order they are dealt."""
+        rng = np.random.default_rng([self.seed, epoch])
+        order = rng.permutation(self._kept)
+        batches = []
+        for bucket, rows in enumerate(self.rows):
+            members = order[self._bucket[order] == bucket]
+            batches += [(bucket, members[start:start + rows])
+                        for start in range(0, len(members), rows)]
+        return [batches[i] for i in rng.permutation(len(batches))]
+
+    @property
+    def position(self):
+        return {"epoch": self._epoch, "batch": self._index}
+
+    @position.setter
+    def position(self, saved):
+        self._epoch, self._index, self._order = int(saved["epoch"]), int(saved["batch"]), None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._order is None:
+            self._order = self._batches_of(self._epoch)
+        if self._index == len(self._order):
+            self._epoch, self._index = self._epoch + 1, 0
+            self._order = self._batches_of(self._epoch)
+        bucket, members = self._order[self._index]
+        self._index += 1
+        return self.examples.batch(members, self.rows[bucket], self.widths[bucket])
+
+
+def evaluation_batches(examples, batch_size, max_length, devices=1):
+    """Batches of every example once, in order within each bucket (a full bucket is dealt
+    when it fills, the rest at the end); longer-than-max_length ones one per batch (per
+    device), their width rounded up to a multiple of 8."""
+    kept = _Examples(examples)
+    boundaries, sizes = buckets(batch_size, max_length)
+    waiting = [[] for _ in sizes]  # the last: longer than max_length
+    bucket_of = np.searchsorted(boundaries, kept.lengths, side="right")
+    for i, bucket in enumerate(bucket_of):
+        waiting[bucket].append(i)
+        if len(waiting[bucket]) == devices * sizes[bucket]:
+            yield _evaluation_batch(kept, waiting[bucket], boundaries, sizes, bucket, devices)
+            waiting[bucket] = []
+    for bucket, members in enumerate(waiting):
+        if members:
+            yield _evaluation_batch(kept, members, boundaries, sizes, bucket, devices)
+
+
+def _evaluation_batch(kept, members, boundaries, sizes, bucket, devices):
+    if bucket < len(boundaries):
+        width = boundaries[bucket] - 1
+    else:  # longer than max_length, one per batch: a width per length (rounded up)
+        width = -(-int(kept.lengths[members].max()) // _LENGTH_MULTIPLE) * _LENGTH_MULTIPLE
+    return kept.batch(members, devices * sizes[bucket], width)
+
+
+def read_split(problem, split, data_dir):
+    """The examples of `split` of `problem` in data_dir, read without TensorFlow."""
+    return read_in_written_order(problem.shard_paths(split, data_dir))

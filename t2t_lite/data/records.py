@@ -1,0 +1,94 @@
+"""datagen's TFRecord shards read without TensorFlow, for the JAX path on a machine without it.
+
+Hand-written because no maintained library reads TFRecords without TensorFlow or PyTorch: the
+format is a frame per record (8 bytes of length, 4 of its CRC, the record, 4 of its CRC), and
+each record a tf.train.Example, parsed here by the protobuf runtime from the two messages of
+TensorFlow's example.proto that datagen's int64 features use, declared below (TensorFlow ships
+the compiled ones). CRCs are not checked (that needs CRC-32C): a shard's size and SHA-256 are,
+against what datagen recorded (t2t_lite.data.shard_records), and a frame that runs past the end
+of its file is an error.
+"""
+
+import struct
+
+import numpy as np
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from t2t_lite.utils.errors import UserError
+
+_FRAME = struct.Struct("<Q")  # the record's length; then 4 bytes of its CRC
+_FEATURES = ("inputs", "targets")
+_example_class = None
+
+
+def _example():
+    """The message class of tf.train.Example, with only what int64 features need."""
+    global _example_class
+    if _example_class is None:
+        file = descriptor_pb2.FileDescriptorProto(name="t2t_lite/example.proto",
+                                                  package="t2t_lite_example", syntax="proto3")
+        field = descriptor_pb2.FieldDescriptorProto
+        optional, repeated = field.LABEL_OPTIONAL, field.LABEL_REPEATED
+
+        def message(name, *fields, parent=file.message_type, map_entry=False):
+            proto = parent.add(name=name)
+            if map_entry:
+                proto.options.map_entry = True
+            for number, (field_name, kind, label, type_name) in enumerate(fields, 1):
+                if field_name is None:
+                    continue  # a field number datagen's records do not use
+                proto.field.add(name=field_name, number=number, type=kind, label=label,
+                                type_name=type_name)
+            return proto
+
+        message("Int64List", ("value", field.TYPE_INT64, repeated, None))
+        # Feature's oneof: bytes_list = 1, float_list = 2, int64_list = 3.
+        message("Feature", (None,) * 4, (None,) * 4,
+                ("int64_list", field.TYPE_MESSAGE, optional, ".t2t_lite_example.Int64List"))
+        features = message("Features", ("feature", field.TYPE_MESSAGE, repeated,
+                                        ".t2t_lite_example.Features.FeatureEntry"))
+        message("FeatureEntry", ("key", field.TYPE_STRING, optional, None),
+                ("value", field.TYPE_MESSAGE, optional, ".t2t_lite_example.Feature"),
+                parent=features.nested_type, map_entry=True)
+        message("Example", ("features", field.TYPE_MESSAGE, optional,
+                            ".t2t_lite_example.Features"))
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(file)
+        _example_class = message_factory.GetMessageClass(
+            pool.FindMessageTypeByName("t2t_lite_example.Example"))
+    return _example_class
+
+
+def read_records(path):
+    """The records (bytes) of the TFRecord file at `path`, in order."""
+    with open(path, "rb") as f:
+        data = f.read()
+    records, position = [], 0
+    while position < len(data):
+        if position + 12 > len(data):
+            raise UserError(f"{path} is cut short (a record's header at byte {position} runs "
+                            "past its end): run datagen again to rewrite it")
+        (length,) = _FRAME.unpack_from(data, position)
+        start = position + 12
+        if start + length + 4 > len(data):
+            raise UserError(f"{path} is cut short (the record at byte {position} runs past its "
+                            "end): run datagen again to rewrite it")
+        records.append(data[start:start + length])
+        position = start + length + 4
+    return records
+
+
+def parse_example(record):
+    """{"inputs", "targets"}: the int32 ids of a serialized tf.train.Example."""
+    feature = _example().FromString(record).features.feature
+    return {name: np.asarray(feature[name].int64_list.value, "int32") for name in _FEATURES}
+
+
+def read_in_written_order(paths):
+    """The examples of the shards at `paths` (in shard order) in the order datagen wrote them
+    (example i to shard i % len(paths)), as pipeline.read_in_written_order gives them."""
+    shards = [read_records(path) for path in paths]
+    for i in range(max(map(len, shards), default=0)):
+        for shard in shards:
+            if i < len(shard):
+                yield parse_example(shard[i])

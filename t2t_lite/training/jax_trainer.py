@@ -1,0 +1,233 @@
+"""JaxTrainer: the training loop on Keras's JAX backend, the TensorFlow Trainer's sibling
+(t2t_lite.training.trainer) with the same loss, schedule, accumulation, clipping, stops and
+checkpoint contents, and no TensorFlow.
+
+An update: each micro-batch's gradient of its *summed* loss, by jax.value_and_grad over the
+model's stateless call (its dropout seeds are state too, threaded through), compiled once per
+batch shape; the micro-batches' gradients summed and divided by their tokens (the paper's mean
+over all target tokens of the update, as the TensorFlow trainer divides by the all-reduced
+count); then the optimizer's stateless update, compiled once. Under
+keras.distribution.DataParallel a batch's rows are split over the local devices and XLA
+partitions the same programs (the sums become all-reduces). Mixed precision is
+mixed_bfloat16, which needs no loss scaling; float16 is TensorFlow's.
+
+The variables' values are arguments of the compiled update (`state`); after each update the Keras
+variables are pointed at the new values (no copy), so that a checkpoint, an evaluation or the
+translator reads them as on any backend.
+"""
+
+import logging
+import math
+import time
+
+import jax
+import keras
+from keras import ops
+
+from t2t_lite.models.transformer import create_model
+from t2t_lite.training import jax_checkpoints
+from t2t_lite.training.loss import batch_statistics, summarize
+from t2t_lite.training.optimizer import create_optimizer, learning_rate_schedule
+from t2t_lite.training.preemption import stop_on_signals
+from t2t_lite.training.progress import Progress
+from t2t_lite.training.stops import Stopped, TrainingDiverged
+from t2t_lite.utils.errors import UserError
+
+logger = logging.getLogger("t2t_lite")
+
+
+def data_devices():
+    """How many devices a batch's rows are split over: those of keras.distribution's
+    DataParallel, if one is set, else 1."""
+    distribution = keras.distribution.distribution()
+    return 1 if distribution is None else distribution.device_mesh.devices.size
+
+
+def _placed(batch):
+    """The batch's arrays laid out by the distribution (rows split over its devices)."""
+    distribution = keras.distribution.distribution()
+    if distribution is None:
+        return batch
+    return jax.tree.map(lambda x: keras.distribution.distribute_tensor(
+        x, distribution.get_data_layout(x.shape)), batch)
+
+
+class JaxTrainer:
+    """Owns the model, optimizer and variable values of one run on JAX."""
+
+    def __init__(self, hparams, vocab_size):
+        if hparams.precision == "mixed_float16":
+            raise UserError("precision=mixed_float16 is TensorFlow's (it needs loss scaling): "
+                            "on JAX use precision=mixed_bfloat16")
+        self.hparams = hparams
+        self.model = create_model(hparams, vocab_size)
+        self.optimizer = create_optimizer(hparams)
+        self._schedule = learning_rate_schedule(hparams)
+        self.optimizer.build(self.model.trainable_variables)
+        self._iterations = next(i for i, v in enumerate(self.optimizer.variables)
+                                if v.path == self.optimizer.iterations.path)
+        self.state = self._read_variables()
+        self._gradients = jax.jit(self._micro_batch_gradients)
+        self._apply = jax.jit(self._apply_gradients, donate_argnums=(0, 1))
+        self._statistics = jax.jit(self._eval_statistics)
+
+    def _read_variables(self):
+        return ([v.value for v in self.model.trainable_variables],
+                [v.value for v in self.model.non_trainable_variables],
+                [v.value for v in self.optimizer.variables])
+
+    def sync(self):
+        """Points the Keras variables at the current values."""
+        trainable, non_trainable, optimizer = self.state
+        for variables, values in ((self.model.trainable_variables, trainable),
+                                  (self.model.non_trainable_variables, non_trainable),
+                                  (self.optimizer.variables, optimizer)):
+            for variable, value in zip(variables, values):
+                variable.assign(value)
+
+    def reload(self):
+        """Takes the Keras variables' values as the current ones (after a restore)."""
+        self.state = self._read_variables()
+
+    @property
+    def step(self):
+        """Optimizer updates applied so far."""
+        return int(self.state[2][self._iterations])
+
+    def learning_rate(self):
+        """The rate of the next update (as the TensorFlow trainer logs it)."""
+        return float(self._schedule(self.step))
+
+    def _micro_batch_gradients(self, trainable, non_trainable, features, labels):
+        def loss(trainable, non_trainable):
+            logits, non_trainable = self.model.stateless_call(trainable, non_trainable,
+                                                              features, training=True)
+            stats = batch_statistics(logits, features, labels, self.hparams.label_smoothing)
+            return stats["loss"], (stats, non_trainable)
+
+        (_, (stats, non_trainable)), gradients = jax.value_and_grad(loss, has_aux=True)(
+            trainable, non_trainable)
+        return gradients, stats, non_trainable
+
+    def _apply_gradients(self, trainable, optimizer_variables, gradients, tokens):
+        gradients = [g / ops.maximum(tokens, 1.0) for g in gradients]
+        if self.hparams.clip_grad_norm:
+            norm = ops.sqrt(sum(ops.sum(ops.square(g)) for g in gradients))
+            scale = ops.minimum(1.0, self.hparams.clip_grad_norm / norm)
+            gradients = [g * scale for g in gradients]
+        trainable, optimizer_variables = self.optimizer.stateless_apply(
+            optimizer_variables, gradients, trainable)
+        return trainable, optimizer_variables
+
+    def _eval_statistics(self, trainable, non_trainable, features, labels):
+        logits, _ = self.model.stateless_call(trainable, non_trainable, features,
+                                              training=False)
+        return batch_statistics(logits, features, labels, self.hparams.label_smoothing)
+
+    def train_step(self, batches):
+        """One optimizer update from the (features, labels) `batches` (accumulate_steps of
+        them); returns their statistics, summed."""
+        trainable, non_trainable, optimizer_variables = self.state
+        gradients, sums = None, None
+        for features, labels in batches:
+            features, labels = _placed((features, labels))
+            step_gradients, stats, non_trainable = self._gradients(trainable, non_trainable,
+                                                                   features, labels)
+            if sums is None:
+                gradients, sums = step_gradients, stats
+            else:
+                gradients = [a + b for a, b in zip(gradients, step_gradients)]
+                sums = {k: sums[k] + stats[k] for k in sums}
+        trainable, optimizer_variables = self._apply(trainable, optimizer_variables, gradients,
+                                                     sums["tokens"])
+        self.state = (trainable, non_trainable, optimizer_variables)
+        self.sync()  # the update consumed (donated) the arrays the variables held
+        return {k: float(v) for k, v in sums.items()}
+
+    def evaluate(self, batches, max_batches=None):
+        """Loss, perplexity, token accuracy and padding over the (features, labels) `batches`
+        (the first max_batches of them), by the model's weights now (the Keras variables': an
+        evaluation of other weights, e.g. an average, sets them)."""
+        trainable, non_trainable, _ = self._read_variables()
+        sums = None
+        for i, (features, labels) in enumerate(batches):
+            if max_batches and i == max_batches:
+                break
+            features, labels = _placed((features, labels))
+            stats = self._statistics(trainable, non_trainable, features, labels)
+            sums = stats if sums is None else {k: sums[k] + stats[k] for k in sums}
+        if sums is None:
+            raise UserError("the evaluation data set is empty")
+        return summarize({k: float(v) for k, v in sums.items()})
+
+    def evaluate_split(self, problem, split, data_dir, max_batches=None):
+        """evaluate() over `split` of `problem` in data_dir, read without TensorFlow."""
+        return self.evaluate(problem.numpy_batches(split, data_dir, self.hparams,
+                                                   training=False, devices=data_devices()),
+                             max_batches)
+
+    def write_checkpoint(self, directory, step):
+        """Saves the model and optimizer as `directory`'s only checkpoint, of `step` (best/, an
+        average: see t2t_lite.training.model_dir_copy); returns its path."""
+        return jax_checkpoints.save(self.model, self.optimizer, directory, step, {}, keep=1)
+
+    def restore(self, path):
+        """Loads checkpoint `path`; returns its data position (None: it has none)."""
+        position = jax_checkpoints.restore(self.model, self.optimizer, path)
+        self.reload()
+        return position
+
+    def save(self, directory, position, keep):
+        return jax_checkpoints.save(self.model, self.optimizer, directory, self.step, position,
+                                    keep)
+
+    def train(self, data, train_steps, *, checkpoint_dir=None, keep_checkpoints=20,
+              save_every=1000, log_every=100, periodic=(), summaries=None, deadline=None):
+        """Runs updates from `data` (a data.numpy_pipeline.TrainingBatches, at its position)
+        until `train_steps` in total or the first update that starts after `deadline` (a
+        time.monotonic() value), as Trainer.train does: checkpoints every save_every updates
+        and at the end, `periodic` (every, fn) calls (a True result stops training, after a
+        checkpoint), TrainingDiverged on a non-finite loss, Stopped after a checkpoint on
+        SIGTERM or SIGINT. `summaries(step, metrics)` writes the logged metrics. Returns the
+        step reached."""
+        if checkpoint_dir:
+            jax_checkpoints.remove_partial_saves(checkpoint_dir)
+
+        def save():
+            if checkpoint_dir:
+                self.save(checkpoint_dir, data.position, keep_checkpoints)
+
+        step = self.step
+        progress = Progress(step, train_steps)
+        with stop_on_signals() as signals:
+            while step < train_steps:
+                out_of_time = deadline is not None and time.monotonic() >= deadline
+                sums = self.train_step([next(data) for _ in range(self.hparams.accumulate_steps)])
+                step = self.step
+                if not math.isfinite(sums["loss"]):
+                    raise TrainingDiverged(
+                        f"the loss became {sums['loss']} at step {step}; the last good "
+                        "checkpoint is kept. Lower learning_rate or raise warmup_steps with "
+                        "--hparams")
+                progress.add(sums)
+                if step % log_every == 0 or step == train_steps or out_of_time:
+                    metrics = progress.report(step, self.learning_rate())
+                    if summaries:
+                        summaries(step, metrics)
+                with progress.paused():
+                    if (step % save_every == 0 or step == train_steps or signals.requested
+                            or out_of_time):
+                        save()
+                    if signals.requested:
+                        raise Stopped(signals.signal_name, step,
+                                      checkpoint_dir and f"{checkpoint_dir}/ckpt-{step}")
+                    if out_of_time:
+                        logger.info("the time budget (--train_minutes) is spent: training "
+                                    "stops at step %d of %d", step, train_steps)
+                        break
+                    stop = [fn(step) for every, fn in periodic if every and step % every == 0]
+                    if any(stop):
+                        if step % save_every and step != train_steps:
+                            save()
+                        break
+        return step

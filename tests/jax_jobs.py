@@ -1,0 +1,114 @@
+"""What the cross-backend tests run on Keras's JAX backend, in a subprocess with TensorFlow made
+unimportable, as on a GPU machine without it:
+
+    KERAS_BACKEND=jax python tests/jax_jobs.py JOB IN.npz OUT.npz
+
+IN.npz holds the job's arrays and "config", a JSON string: the model's "hparams" and
+"vocab_size", and "weights", a Keras .weights.h5 file written by the TensorFlow side. The job
+writes its results to OUT.npz for the test to compare with TensorFlow's, in its own process.
+"""
+
+import sys
+
+sys.modules["tensorflow"] = None  # `import tensorflow` fails: this side must not need it
+
+import json  # noqa: E402
+import os  # noqa: E402
+
+import jax  # noqa: E402
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from t2t_lite.config import HParams  # noqa: E402
+from t2t_lite.data.vocabulary import SymbolVocabulary  # noqa: E402
+from t2t_lite.decoding.jax_translator import JaxTranslator  # noqa: E402
+from t2t_lite.models.transformer import create_model  # noqa: E402
+from t2t_lite.training.loss import batch_statistics  # noqa: E402
+
+
+def load(config):
+    model = create_model(HParams(**config["hparams"]), config["vocab_size"])
+    model.load_weights(config["weights"])
+    return model
+
+
+def gradients(config, arrays):
+    """Logits, the batch statistics and the gradient of the summed loss of one batch, in
+    training mode (the tests' models have no dropout), by jax.value_and_grad over the model's
+    stateless call, as the JAX trainer computes them."""
+    model = load(config)
+    features = {"inputs": arrays["inputs"], "targets": arrays["targets"]}
+
+    def loss(trainable, non_trainable):
+        logits, _ = model.stateless_call(trainable, non_trainable, features, training=True)
+        stats = batch_statistics(logits, features, features["targets"],
+                                 model.hparams.label_smoothing)
+        return stats["loss"], (logits, stats)
+
+    (_, (logits, stats)), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(
+        [v.value for v in model.trainable_variables],
+        [v.value for v in model.non_trainable_variables])
+    return {"logits": logits, **{f"stat_{k}": v for k, v in stats.items()},
+            **{f"gradient_{i}": g for i, g in enumerate(grads)}}
+
+
+def translate(config, arrays):
+    """The n best of each source line (symbols) by the JAX translator, at each (beam_size,
+    alpha) of config["settings"]: texts as one JSON string, scores as arrays."""
+    model = load(config)
+    vocabulary = SymbolVocabulary(config["vocab_size"] - 2)
+    sources = config["sources"]
+    texts, results = {}, {}
+    for beam_size, alpha, n in config["settings"]:
+        hparams = model.hparams.replace(beam_size=beam_size, alpha=alpha,
+                                        **config.get("decoding", {}))
+        translator = JaxTranslator(model, vocabulary, hparams, batch_size=config["batch_size"])
+        n_best = translator.translate_n_best([vocabulary.encode(s) for s in sources], n)
+        key = f"{beam_size}_{alpha}_{n}"
+        texts[key] = [[t.text for t in line] for line in n_best]
+        results[f"scores_{key}"] = np.array([[t.score for t in line] for line in n_best])
+    return {"texts": json.dumps(texts), **results}
+
+
+def data_parallel(config, arrays):
+    """The trainable weights after config["steps"] updates from the same batches (rows for two
+    devices) on one device, then split over two (keras.distribution.DataParallel over the two
+    virtual CPU devices XLA_FLAGS makes), each from the same initialization; the loss of each
+    update; and how many devices the second run's batches were laid out on."""
+    from t2t_lite.data.numpy_pipeline import TrainingBatches
+    from t2t_lite.training.jax_trainer import JaxTrainer, _placed
+
+    assert len(jax.devices()) == 2, jax.devices()
+    hparams = HParams(**config["hparams"])
+    examples = [{"inputs": i, "targets": t} for i, t in zip(
+        np.split(arrays["inputs"], arrays["input_ends"][:-1]),
+        np.split(arrays["targets"], arrays["target_ends"][:-1]))]
+    results = {}
+    for devices in (1, 2):
+        keras.distribution.set_distribution(
+            keras.distribution.DataParallel(devices=jax.devices()) if devices == 2 else None)
+        keras.utils.set_random_seed(7)
+        trainer = JaxTrainer(hparams, config["vocab_size"])
+        data = TrainingBatches(examples, hparams.batch_size, hparams.max_length, seed=0,
+                               devices=2)
+        losses = [trainer.train_step([next(data)])["loss"] for _ in range(config["steps"])]
+        results[f"losses_{devices}"] = np.array(losses)
+        for i, variable in enumerate(trainer.model.trainable_variables):
+            results[f"weight_{devices}_{i}"] = np.asarray(variable.value)
+        placed = _placed(next(data))[0]["inputs"]  # numpy without a distribution: one device
+        results[f"placed_on_{devices}"] = np.array(
+            len(placed.sharding.device_set) if hasattr(placed, "sharding") else 1)
+    return results
+
+
+JOBS = {"gradients": gradients, "translate": translate, "data_parallel": data_parallel}
+
+if __name__ == "__main__":
+    job, in_path, out_path = sys.argv[1:]
+    assert keras.config.backend() == "jax", "run with KERAS_BACKEND=jax"
+    with np.load(in_path) as loaded:
+        arrays = dict(loaded)
+    config = json.loads(str(arrays.pop("config")))
+    results = JOBS[job](config, arrays)
+    np.savez(out_path + ".tmp.npz", **{k: np.asarray(v) for k, v in results.items()})
+    os.replace(out_path + ".tmp.npz", out_path)

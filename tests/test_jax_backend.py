@@ -1,0 +1,145 @@
+"""Keras's JAX backend against TensorFlow's, on the same weights: logits, loss and gradients of a
+batch; the JAX translator's beam search, greedy search and n-best lists against the TensorFlow
+translator's and the exhaustive search. The JAX side runs in a subprocess without TensorFlow
+(tests/jax_jobs.py), given the weights as a Keras .weights.h5 file."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from reference_decoding import exhaustive_search
+from test_decoding import eos_prone_model, padded
+
+from t2t_lite.config import HParams
+from t2t_lite.data.vocabulary import SymbolVocabulary
+from t2t_lite.decoding.translator import Translator
+from t2t_lite.models.transformer import create_model
+from t2t_lite.training.loss import batch_statistics
+
+pytestmark = pytest.mark.filterwarnings("ignore:You are using a softmax over axis -1")
+JOBS = os.path.join(os.path.dirname(__file__), "jax_jobs.py")
+
+
+def on_jax(job, tmp_path, model, config=None, devices=1, **arrays):
+    """The results of tests/jax_jobs.py's `job` on `model`'s weights (if a model), run on JAX
+    with `devices` CPU devices."""
+    config = dict(config or {})
+    if model is not None:
+        weights = str(tmp_path / "model.weights.h5")
+        model.save_weights(weights)
+        config.update(hparams=model.hparams.to_dict(), vocab_size=model.vocab_size,
+                      weights=weights)
+    np.savez(tmp_path / "in.npz", config=json.dumps(config), **arrays)
+    result = subprocess.run(
+        [sys.executable, JOBS, job, str(tmp_path / "in.npz"), str(tmp_path / "out.npz")],
+        env={**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
+             "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"},
+        capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-4000:]
+    with np.load(tmp_path / "out.npz") as results:
+        return dict(results)
+
+
+def test_the_same_weights_and_batch_give_the_same_logits_loss_and_gradients(tmp_path):
+    """A 2+2-layer model with label smoothing, in training mode, on a batch of several lengths
+    with padding on both sides: JAX's logits, summed statistics and gradients (of every
+    variable, the shared embedding included) equal TensorFlow's within float32 rounding."""
+    keras.utils.set_random_seed(3)
+    hparams = HParams(num_encoder_layers=2, num_decoder_layers=2, d_model=32, d_ff=64,
+                      num_heads=4, dropout=0.0, label_smoothing=0.1)
+    model = create_model(hparams, vocab_size=20)
+    rng = np.random.default_rng(0)
+    inputs = padded([rng.integers(2, 20, n) for n in (5, 2, 7)])
+    targets = padded([rng.integers(2, 20, n) for n in (3, 6, 1)])
+    features = {"inputs": inputs, "targets": targets}
+    with tf.GradientTape() as tape:
+        logits = model(features, training=True)
+        stats = batch_statistics(logits, features, targets, hparams.label_smoothing)
+    gradients = tape.gradient(stats["loss"], model.trainable_variables)
+    on = on_jax("gradients", tmp_path, model, inputs=inputs, targets=targets)
+    np.testing.assert_allclose(on["logits"], logits, rtol=1e-4, atol=1e-5)
+    for name, value in stats.items():
+        np.testing.assert_allclose(on[f"stat_{name}"], value, rtol=1e-5, err_msg=name)
+    assert len(gradients) == len([k for k in on if k.startswith("gradient_")]) > 20
+    for i, (variable, gradient) in enumerate(zip(model.trainable_variables, gradients)):
+        expected = tf.convert_to_tensor(gradient).numpy()
+        assert np.abs(expected).max() > 0, variable.path
+        np.testing.assert_allclose(on[f"gradient_{i}"], expected, rtol=1e-3,
+                                   atol=1e-5 * np.abs(expected).max(), err_msg=variable.path)
+
+
+def test_jax_search_equals_tensorflow_and_the_exhaustive_search(tmp_path):
+    """On a model that likes to stop (so lengths vary), batches of 2 lines of several lengths
+    and an empty line: greedy search and beam search (beam 4) give TensorFlow's outputs, and a
+    27-wide beam's 5-best lists are those of TensorFlow and the exact 5 best of all possible
+    outputs (3 symbols, limits of at most 4 tokens), best first with their scores."""
+    model = eos_prone_model(vocab_size=5, seed=3, bias=1.5)
+    vocabulary = SymbolVocabulary(3)
+    sources = ["0 1", "", "2", "1 1", "0", "2 2"]
+    settings = [(1, 0.6, 1), (4, 0.6, 1), (27, 0.0, 5), (27, 1.0, 5)]
+    on = on_jax("translate", tmp_path, model,
+                {"sources": sources, "settings": settings, "batch_size": 2,
+                 "decoding": {"extra_length": 1}})
+    texts = json.loads(str(on["texts"]))
+    tokens = [vocabulary.encode(s) for s in sources]
+    for beam_size, alpha, n in settings:
+        key = f"{beam_size}_{alpha}_{n}"
+        hparams = model.hparams.replace(beam_size=beam_size, alpha=alpha, extra_length=1)
+        expected = Translator(model, vocabulary, hparams, batch_size=2).translate_n_best(
+            tokens, n)
+        assert texts[key] == [[t.text for t in line] for line in expected], key
+        np.testing.assert_allclose(on[f"scores_{key}"], [[t.score for t in line]
+                                                        for line in expected],
+                                   rtol=1e-5, atol=1e-5, err_msg=key)
+        if beam_size == 27:
+            for source, line in zip(tokens, texts[key]):
+                if source:
+                    best = exhaustive_search(model, padded([source])[0], alpha, 1, top=n)
+                    assert line == [vocabulary.decode(sequence) for sequence, _ in best]
+    assert len({tuple(line) for line in texts["27_1.0_5"]}) > 2  # the lists differ by line
+
+
+def test_the_trained_models_translations_are_the_same_on_jax(trained_reverse, tmp_path):
+    """The demo's trained model (d_model 64, from its TensorFlow checkpoint): the JAX
+    translator's beam-4 translations of 100 dev inputs and their scores are TensorFlow's."""
+    runner = trained_reverse.runner
+    model = runner.restored_model()
+    rng = np.random.default_rng(1)
+    sources = [" ".join(map(str, rng.integers(0, 10, rng.integers(1, 9)))) for _ in range(100)]
+    on = on_jax("translate", tmp_path, model,
+                {"sources": sources, "settings": [[4, 0.6, 1]], "batch_size": 32})
+    expected = runner.translator(model, beam_size=4, alpha=0.6).translate(sources)
+    assert json.loads(str(on["texts"]))["4_0.6_1"] == [[t.text] for t in expected]
+    np.testing.assert_allclose(on["scores_4_0.6_1"][:, 0], [t.score for t in expected],
+                               rtol=1e-5, atol=1e-5)
+    assert sum(t.text == " ".join(reversed(s.split())) for t, s in zip(expected, sources)) > 90
+
+
+def test_data_parallel_over_two_devices_updates_as_one_device_does(tmp_path):
+    """keras.distribution.DataParallel over two virtual CPU devices: the same batches (rows
+    split between the devices) give the same losses and weights after 5 updates as on one
+    device, within float32 rounding (the sums are reduced in another order)."""
+    rng = np.random.default_rng(0)
+    inputs = [rng.integers(2, 12, rng.integers(1, 10)) for _ in range(400)]
+    targets = [x[::-1] for x in inputs]
+    hparams = HParams(num_encoder_layers=1, num_decoder_layers=1, d_model=32, d_ff=64,
+                      num_heads=4, dropout=0.0, batch_size=128, max_length=16,
+                      warmup_steps=10)
+    on = on_jax("data_parallel", tmp_path, None,
+                {"hparams": hparams.to_dict(), "vocab_size": 12, "steps": 5}, devices=2,
+                inputs=np.concatenate(inputs), input_ends=np.cumsum([len(x) for x in inputs]),
+                targets=np.concatenate(targets),
+                target_ends=np.cumsum([len(x) for x in targets]))
+    assert on["placed_on_1"] == 1 and on["placed_on_2"] == 2
+    assert on["losses_1"][-1] < on["losses_1"][0]
+    np.testing.assert_allclose(on["losses_2"], on["losses_1"], rtol=1e-5)
+    names = [k for k in on if k.startswith("weight_1_")]
+    assert len(names) > 10
+    for name in names:
+        np.testing.assert_allclose(on[name.replace("_1_", "_2_", 1)], on[name], rtol=1e-4,
+                                   atol=1e-6, err_msg=name)

@@ -1,0 +1,198 @@
+"""Training on Keras's JAX backend (t2t-lite-trainer with KERAS_BACKEND=jax), in subprocesses
+where TensorFlow cannot be imported: the demo task is learned, with evaluations, best/ and avg/;
+its model_dir decodes alike on JAX, TensorFlow and CTranslate2; SIGTERM and SIGKILL resume to
+the uninterrupted run's weights."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+from t2t_lite.runner import Runner
+from t2t_lite.training.checkpoint_list import checkpoint_paths, latest_checkpoint
+from t2t_lite.training.summaries import read_scalars
+
+USR_PROBLEMS = os.path.join(os.path.dirname(__file__), "usr_problems.py")
+NO_TENSORFLOW = "import sys; sys.modules['tensorflow'] = None; "  # `import tensorflow` fails
+DEMO = ["--problem=test_short_reverse", "--hparams_set=transformer_tiny",
+        "--hparams=d_model=64,d_ff=256,dropout=0.0,warmup_steps=100", "--train_steps=600",
+        "--eval_every=200", "--eval_decode_examples=200", "--keep_best_by=sequence_accuracy",
+        "--save_every=100", "--average_last=3", "--random_seed=1234"]
+SMALL = ["--problem=test_short_reverse", "--hparams_set=transformer_tiny",
+         "--hparams=d_model=32,d_ff=64,num_heads=4,batch_size=256,warmup_steps=10,"
+         "learning_rate=0.5,dropout=0.1", "--train_steps=60", "--save_every=10",
+         "--eval_every=0", "--eval_steps=1", "--eval_decode_examples=0", "--log_every=1",
+         "--random_seed=3"]
+
+
+def jax_command(script, *flags):
+    code = (NO_TENSORFLOW + f"sys.argv[0] = 't2t-lite-{script}'; "
+            f"from t2t_lite.cli.{script} import run; run()")
+    return [sys.executable, "-c", code, f"--usr_dir={USR_PROBLEMS}", *flags]
+
+
+def jax_environment():
+    return {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
+
+
+def run_jax(script, *flags):
+    result = subprocess.run(jax_command(script, *flags), env=jax_environment(),
+                            capture_output=True, text=True, timeout=900, check=False)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result
+
+
+def weights(path):
+    """{name: array} of a Keras .weights.h5 file."""
+    found = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, item: found.__setitem__(name, item[()])
+                     if isinstance(item, h5py.Dataset) else None)
+    return found
+
+
+@pytest.fixture(scope="module")
+def jax_demo(tmp_path_factory, short_reverse_data):
+    """The demo task trained on JAX: (model_dir, the trainer's stderr)."""
+    model_dir = str(tmp_path_factory.mktemp("jax_demo") / "model")
+    result = run_jax("trainer", *DEMO, f"--data_dir={short_reverse_data}",
+                     f"--model_dir={model_dir}")
+    return model_dir, result.stderr
+
+
+def test_the_demo_task_is_learned_on_jax_with_evaluations_best_and_average(jax_demo):
+    model_dir, log = jax_demo
+    assert "on 1 device(s) (JAX)" in log and "Traceback" not in log
+    with open(os.path.join(model_dir, "eval", "history.json"), encoding="utf-8") as f:
+        history = json.load(f)
+    assert [entry["step"] for entry in history] == [200, 400, 600]
+    accuracies = [entry["metrics"]["sequence_accuracy"] for entry in history]
+    assert max(accuracies) > 0.9 and accuracies[0] < max(accuracies)
+    with open(os.path.join(model_dir, "best", "info.json"), encoding="utf-8") as f:
+        best = json.load(f)
+    assert best["value"] == max(accuracies)
+    assert os.path.exists(latest_checkpoint(os.path.join(model_dir, "best")) + ".weights.h5")
+    with open(os.path.join(model_dir, "avg", "info.json"), encoding="utf-8") as f:
+        averaged = json.load(f)
+    assert [int(p.rsplit("-", 1)[1]) for p in averaged["averaged_checkpoints"]] == [
+        400, 500, 600]
+    assert averaged["metrics"]["sequence_accuracy"] > 0.9
+    assert [int(p.rsplit("-", 1)[1]) for p in checkpoint_paths(model_dir)][-1] == 600
+    steps, losses = read_scalars(model_dir, "train")["loss"]
+    assert steps[-1] == 600 and losses[-1] < 0.5 * losses[0]
+    assert read_scalars(model_dir, "eval")["sequence_accuracy"][0] == [200, 400, 600]
+
+
+def test_a_jax_model_dir_decodes_alike_on_jax_tensorflow_and_ctranslate2(jax_demo, tmp_path):
+    """best/ of the JAX run: beam-4 translations of 100 inputs are the same on the three engines
+    (the JAX one by its decoder, without TensorFlow), and the teacher-forced log-probability of
+    each output token is the same on JAX (--score) and TensorFlow."""
+    best = os.path.join(jax_demo[0], "best")
+    rng = np.random.default_rng(5)
+    sources = [" ".join(map(str, rng.integers(0, 10, rng.integers(1, 9)))) for _ in range(100)]
+    source_file = tmp_path / "sources.txt"
+    source_file.write_text("".join(f"{s}\n" for s in sources))
+    run_jax("decoder", f"--model_dir={best}", f"--decode_from_file={source_file}",
+            f"--decode_to_file={tmp_path / 'jax.txt'}", "--beam_size=4")
+    on_jax = (tmp_path / "jax.txt").read_text().splitlines()
+    runner = Runner.from_model_dir(best)
+    model = runner.restored_model()
+    on_tensorflow = runner.translator(model, beam_size=4).translate(sources)
+    assert on_jax == [t.text for t in on_tensorflow]
+    on_ctranslate2 = runner.translator(beam_size=4, engine="ctranslate2").translate(sources)
+    assert [t.text for t in on_ctranslate2] == on_jax
+    assert sum(t == " ".join(reversed(s.split())) for t, s in zip(on_jax, sources)) > 90
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"{s}\t{t}\n" for s, t in zip(sources, on_jax)))
+    run_jax("decoder", f"--model_dir={best}", f"--decode_from_file={pairs}", "--score",
+            f"--decode_to_file={tmp_path / 'scores.txt'}")
+    scored = [line.split("\t") for line in (tmp_path / "scores.txt").read_text().splitlines()]
+    vocabulary = runner.vocabulary
+    expected = runner.translator(model).score_tokens(
+        [vocabulary.encode(s) for s in sources], [vocabulary.encode(t) for t in on_jax])
+    for (_, log_probs, _), reference in zip(scored, expected):
+        np.testing.assert_allclose([float(x) for x in log_probs.split()], reference,
+                                   rtol=1e-4, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def small_uninterrupted(tmp_path_factory, short_reverse_data):
+    model_dir = str(tmp_path_factory.mktemp("jax_small") / "model")
+    run_jax("trainer", *SMALL, f"--data_dir={short_reverse_data}", f"--model_dir={model_dir}")
+    return model_dir
+
+
+def assert_same_final_weights(expected_dir, actual_dir):
+    expected = weights(latest_checkpoint(expected_dir) + ".weights.h5")
+    actual = weights(latest_checkpoint(actual_dir) + ".weights.h5")
+    assert expected.keys() == actual.keys() and len(expected) > 20
+    for name in expected:
+        np.testing.assert_allclose(actual[name], expected[name], rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
+
+
+def test_sigterm_saves_at_the_next_update_and_the_run_resumes_exactly(
+        small_uninterrupted, short_reverse_data, tmp_path):
+    """As on TensorFlow (test_distributed): SIGTERM after the progress line of step 21 saves
+    the next update, says where to resume, and the resumed run (dropout on: its seeds are
+    state) reaches the uninterrupted run's weights."""
+    stopped = str(tmp_path / "stopped")
+    process = subprocess.Popen(jax_command("trainer", *SMALL, f"--data_dir={short_reverse_data}",
+                                           f"--model_dir={stopped}"),
+                               env=jax_environment(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(600, process.kill)
+    watchdog.start()
+    lines, signalled_after = [], None
+    try:
+        for line in process.stderr:
+            lines.append(line)
+            logged = re.search(r"\bstep (\d+)/60  loss ", line)
+            if signalled_after is None and logged and int(logged[1]) > 20:
+                signalled_after = int(logged[1])
+                process.send_signal(signal.SIGTERM)
+        process.wait()
+    finally:
+        watchdog.cancel()
+    stderr = "".join(lines)
+    assert process.returncode == 2, stderr[-3000:]
+    last = latest_checkpoint(stopped)
+    step = int(last.rsplit("-", 1)[1])
+    assert signalled_after < step < 30, (signalled_after, step)
+    assert stderr.splitlines()[-1].endswith(
+        f"error: stopped by SIGTERM at step {step}; saved {last}: run the same command to "
+        "resume")
+    resumed = run_jax("trainer", *SMALL, f"--data_dir={short_reverse_data}",
+                      f"--model_dir={stopped}")
+    assert f"(step {step})" in resumed.stderr
+    logged = [int(n) for n in re.findall(r"\bstep (\d+)/60  loss ", resumed.stderr)]
+    assert logged == list(range(step + 1, 61))
+    assert_same_final_weights(small_uninterrupted, stopped)
+
+
+def test_a_killed_jax_trainer_resumes_to_the_uninterrupted_result(
+        small_uninterrupted, short_reverse_data, tmp_path):
+    killed = str(tmp_path / "killed")
+    flags = [*SMALL, f"--data_dir={short_reverse_data}", f"--model_dir={killed}"]
+    process = subprocess.Popen(jax_command("trainer", *flags), env=jax_environment(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not latest_checkpoint(killed) and time.time() < deadline:
+        time.sleep(0.05)
+    assert process.poll() is None, "the trainer finished before it could be killed"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    killed_at = int(latest_checkpoint(killed).rsplit("-", 1)[1])
+    assert 10 <= killed_at < 60
+    resumed = run_jax("trainer", *flags)
+    assert f"(step {killed_at})" in resumed.stderr
+    assert_same_final_weights(small_uninterrupted, killed)
