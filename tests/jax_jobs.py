@@ -86,7 +86,7 @@ def data_parallel(config, arrays):
     results = {}
     for devices in (1, 2):
         keras.distribution.set_distribution(
-            keras.distribution.DataParallel(devices=jax.devices()) if devices == 2 else None)
+            keras.distribution.DataParallel() if devices == 2 else None)
         keras.utils.set_random_seed(7)
         trainer = JaxTrainer(hparams, config["vocab_size"])
         data = TrainingBatches(examples, hparams.batch_size, hparams.max_length, seed=0,

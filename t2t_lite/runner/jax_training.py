@@ -30,7 +30,7 @@ def data_parallel(strategy="auto"):
     if strategy == "default" or (strategy == "auto" and len(devices) == 1):
         keras.distribution.set_distribution(None)
         return 1
-    keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+    keras.distribution.set_distribution(keras.distribution.DataParallel())  # every device
     return len(devices)
 
 
