@@ -94,7 +94,7 @@ def test_the_order_changes_by_epoch_and_a_restored_position_continues_exactly():
             example_ids(next(data)) for _ in range(5)]
 
 
-def test_evaluation_batches_hold_every_example_once_longer_ones_alone():
+def test_evaluation_batches_hold_every_example_once_longer_ones_one_a_device():
     examples = synthetic(700, 50, seed=2)
     batches = list(evaluation_batches(examples, 128, 32, devices=2))
     seen = collections.Counter(i for batch in batches for i in example_ids(batch))
@@ -107,4 +107,4 @@ def test_evaluation_batches_hold_every_example_once_longer_ones_alone():
         longest = max(max(len(examples[i]["inputs"]), len(examples[i]["targets"])) for i in ids)
         assert longest <= width
         if longest > 32:
-            assert len(ids) == 1 and width % 8 == 0 and width - longest < 8
+            assert len(ids) <= 2 and width % 8 == 0 and width - longest < 8  # 1 a device
