@@ -260,9 +260,11 @@ class Runner:
         """Runs datagen when data is missing and the user asked, or the problem needs no
         download (Problem.prepare_data); of the workers of a multi-worker `strategy`, only the
         chief generates."""
-        from t2t_lite.training import distribution
+        chief = True
+        if strategy is not None:  # tf.distribute's; the JAX trainer's runs have none
+            from t2t_lite.training import distribution
 
-        chief = strategy is None or distribution.worker_index(strategy)[0] == 0
+            chief = distribution.worker_index(strategy)[0] == 0
         self.problem.prepare_data(self.data_dir, generate, raw_dir, chief)
 
     def trainer(self, strategy=None, jit_compile=False):

@@ -201,6 +201,9 @@ class JaxTrainer:
         progress = Progress(step, train_steps)
         with stop_on_signals() as signals:
             while step < train_steps:
+                # Read before the update, as the TensorFlow trainer's step does: the update
+                # after a signal is the last, and is saved.
+                stopping = signals.requested
                 out_of_time = deadline is not None and time.monotonic() >= deadline
                 sums = self.train_step([next(data) for _ in range(self.hparams.accumulate_steps)])
                 step = self.step
@@ -215,10 +218,9 @@ class JaxTrainer:
                     if summaries:
                         summaries(step, metrics)
                 with progress.paused():
-                    if (step % save_every == 0 or step == train_steps or signals.requested
-                            or out_of_time):
+                    if step % save_every == 0 or step == train_steps or stopping or out_of_time:
                         save()
-                    if signals.requested:
+                    if stopping:
                         raise Stopped(signals.signal_name, step,
                                       checkpoint_dir and f"{checkpoint_dir}/ckpt-{step}")
                     if out_of_time:
