@@ -5,6 +5,7 @@ import fcntl
 import json
 import os
 import shutil
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -25,6 +26,24 @@ def _reset_keras_seed():
     import keras
 
     keras.utils.set_random_seed(1234)
+
+
+def pytest_configure(config):
+    """The tests' JAX subprocesses (KERAS_BACKEND=jax, which read JAX's settings from the
+    environment) share one persistent XLA compilation cache for the run: a trainer or decoder
+    run again on the same shapes (a resumed run, the same model in another test) loads its
+    programs instead of compiling them again, about half of a small JAX run's CPU time."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        return  # the workers inherit the controller's; or the user's own cache
+    config.jax_cache = tempfile.mkdtemp(prefix="t2t_lite_tests_jax_cache")
+    os.environ.update(JAX_COMPILATION_CACHE_DIR=config.jax_cache,
+                      JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+                      JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "jax_cache", None):
+        shutil.rmtree(config.jax_cache, ignore_errors=True)
 
 
 class TrainedModel:

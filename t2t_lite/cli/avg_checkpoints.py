@@ -23,7 +23,7 @@ def parse_args(argv):
 def main(argv):
     from t2t_lite.runner import Runner
     from t2t_lite.training.checkpoint_list import last_checkpoints
-    from t2t_lite.training.checkpoints import check_new_dir
+    from t2t_lite.training.model_dir_copy import check_new_dir
 
     args = parse_args(argv)
     cli.import_usr_dir(args)

@@ -1,6 +1,10 @@
 """t2t-lite-exporter: writes a trained model_dir as a SavedModel that translates raw strings, or
 as a CTranslate2 model directory."""
 
+import importlib.util
+import os
+import sys
+
 from t2t_lite import cli
 from t2t_lite.cli import flags
 
@@ -31,4 +35,12 @@ def main(argv):
 
 
 def run():
+    # A SavedModel is TensorFlow's format and the CTranslate2 converter reads the model through
+    # TensorFlow, so the exporter runs Keras on TensorFlow whatever KERAS_BACKEND says (the
+    # checkpoints of either backend's trainer load there).
+    if importlib.util.find_spec("tensorflow") is None:
+        print("t2t-lite-exporter: error: exporting needs TensorFlow, which is not installed "
+              "here: pip install tensorflow", file=sys.stderr)
+        sys.exit(2)
+    os.environ["KERAS_BACKEND"] = "tensorflow"
     cli.run(main)
