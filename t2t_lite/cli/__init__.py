@@ -45,8 +45,9 @@ def run(main, argv=None, tensorflow=True):
     logger.setLevel(logging.INFO)
     logger.propagate = False
     try:
-        if tensorflow and keras_backend() == "tensorflow":
-            import_tensorflow_quietly()  # in here: start-up takes seconds, and Ctrl-C may come
+        if tensorflow:  # in here: start-up takes seconds, and Ctrl-C may come
+            # On JAX too where it is installed: keras-hub (the model's layers) imports it then.
+            import_tensorflow_quietly(if_installed=keras_backend() != "tensorflow")
         main(sys.argv[1:] if argv is None else argv)
         sys.stdout.flush()  # a pipe closed early fails here, not at the interpreter's exit
     except KeyboardInterrupt:

@@ -188,6 +188,8 @@ def main(argv):
     args = parse_args(argv)
     if args.engine == "tensorflow" or (args.split and keras_backend() == "tensorflow"):
         import_tensorflow_quietly()
+    elif args.engine == "jax":
+        import_tensorflow_quietly(if_installed=True)  # keras-hub, the model's, imports it
     runners = flags.runners_from_flags(args)
     runner = runners[0]
     if args.score:  # read before loading the model, so that mistakes show at once

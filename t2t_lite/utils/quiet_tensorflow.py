@@ -5,12 +5,19 @@ commands import it through here, once, with stderr pointed elsewhere meanwhile, 
 set TF_CPP_MIN_LOG_LEVEL (then its notices are what they asked for).
 """
 
+import importlib.util
 import os
 import sys
 
 
-def import_tensorflow_quietly():
-    """Imports TensorFlow (a no-op once imported) and returns it."""
+def import_tensorflow_quietly(if_installed=False):
+    """Imports TensorFlow (a no-op once imported) and returns it; with `if_installed`, returns
+    None where it is not installed (or is blocked, as the tests block it)."""
+    if if_installed and sys.modules.get("tensorflow", False) is None:
+        return None
+    if if_installed and "tensorflow" not in sys.modules and not importlib.util.find_spec(
+            "tensorflow"):
+        return None
     if "tensorflow" in sys.modules or "TF_CPP_MIN_LOG_LEVEL" in os.environ:
         import tensorflow as tf
 
