@@ -11,8 +11,10 @@ JAX's and TensorFlow's default for float32 matmuls on NVIDIA GPUs since Ampere),
 the best float32 matmul rate measured here on the same backend.
 
 Decoding: `--sentences` random inputs of `--length` tokens translated with beam 4 in batches of
-32 by the backend's translator (extra_length 0: outputs of at most `--length` + 1 tokens);
-tokens/s counts the tokens output (EOS included), as CTranslate2's benchmarks do.
+32 by the backend's translator. A random model would end every output at once, so min_length
+is `--length` and extra_length 0: each output is as long as the source with its EOS
+(`--length` + 1 tokens) and an EOS, the same work on both backends; tokens/s counts the tokens output (EOS included), as CTranslate2's benchmarks
+do.
 
 Each backend runs in its own process; the JAX one never imports TensorFlow:
 
@@ -51,13 +53,22 @@ def device_name():
         import jax
 
         device = jax.devices()[0]
-        return device.device_kind if device.platform == "gpu" else f"CPU ({platform.processor()})"
+        return device.device_kind if device.platform == "gpu" else cpu_name()
     import tensorflow as tf
 
     gpus = tf.config.list_physical_devices("GPU")
     if gpus:
         return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
-    return f"CPU ({platform.processor()})"
+    return cpu_name()
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+    except OSError:
+        names = []
+    return f"CPU ({names[0] if names else platform.processor()}, {os.cpu_count()} cores)"
 
 
 def peak_flops(name, precision):
@@ -124,7 +135,7 @@ def main():
 
     hparams = registry.hparams(args.hparams_set).replace(
         precision=args.precision, max_length=max(256, 2 * args.length),
-        beam_size=4, extra_length=0)
+        beam_size=4, extra_length=0, min_length=args.length)
     rng = np.random.default_rng(0)
     batch = {name: rng.integers(3, args.vocab, (args.batch, args.length)).astype("int32")
              for name in ("inputs", "targets")}
@@ -155,7 +166,7 @@ def main():
         start = time.perf_counter()
         outputs = decode.translate_tokens(sources)
         seconds = time.perf_counter() - start
-        tokens = sum(len(t.text.split()) + 1 for t in outputs)  # with EOS, if it ended
+        tokens = sum(len(t.text.split()) + 1 for t in outputs)  # with EOS
         result.update(beam4_sentences_per_s=round(args.sentences / seconds, 1),
                       beam4_tokens_per_s=round(tokens / seconds),
                       beam4_mean_output_tokens=round(tokens / args.sentences, 1))
