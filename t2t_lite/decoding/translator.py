@@ -17,7 +17,7 @@ from t2t_lite.decoding.alignment import pharaoh, resolve_layer
 from t2t_lite.decoding.inputs import length_batches, max_input_tokens, padded
 from t2t_lite.decoding.scoring import token_log_probs
 from t2t_lite.decoding.search import beam_search, greedy_search, search
-from t2t_lite.decoding.translation import Translation
+from t2t_lite.decoding.translation import Translation, n_best_translations
 from t2t_lite.decoding.visible_ending import blank_ids
 from t2t_lite.utils.errors import UserError
 
@@ -147,25 +147,8 @@ class Translator(tf.Module):
         return (tf.reshape(outputs, [len(indices), n, -1]), tf.reshape(scores, [-1, n]))
 
     def _search_nonempty(self, token_lists, n, progress, search_batch):
-        """[[Translation] * n] of token_lists by search_batch(indices, EOS-terminated inputs of
-        token_lists[indices]) -> (ids [batch, n, length], scores [batch, n]), each input's n
-        sorted best first; an empty input has n empty outputs of score 0."""
-        results = [[Translation("", 0.0)] * n for _ in token_lists]
-        indices = [i for i, tokens in enumerate(token_lists) if tokens]
-        nonempty = [token_lists[i][: self.max_input_tokens] for i in indices]
-        if progress:
-            progress.update(len(token_lists) - len(nonempty))
-        for chunk in length_batches(nonempty, self.batch_size):
-            outputs, scores = search_batch([indices[i] for i in chunk],
-                                           padded([nonempty[i] for i in chunk], eos=True))
-            for i, beams, beam_scores in zip(chunk, outputs.numpy(), scores.numpy()):
-                order = np.argsort(-beam_scores, kind="stable")
-                results[indices[i]] = [
-                    Translation(self.vocabulary.decode(beams[k]), float(beam_scores[k]))
-                    for k in order[:n]]
-            if progress:
-                progress.update(len(chunk))
-        return results
+        return n_best_translations(token_lists, n, search_batch, self.vocabulary,
+                                   self.batch_size, self.max_input_tokens, progress)
 
     def score_tokens(self, source_lists, target_lists, progress=None):
         """[[id]] sources and their [[id]] targets, without EOS -> [float32 [len(target) + 1]]:
