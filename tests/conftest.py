@@ -49,9 +49,10 @@ def pytest_unconfigure(config):
 class TrainedModel:
     """A Runner whose model_dir holds a trained checkpoint, and its dev metrics."""
 
-    def __init__(self, runner, metrics):
+    def __init__(self, runner, metrics, step):
         self.runner = runner
         self.metrics = metrics
+        self.step = step  # of the checkpoint in best/
         self.model_dir = runner.model_dir.path
 
 
@@ -116,7 +117,7 @@ def trained_model(model_dir):
         step = json.load(f)["step"]
     with open(os.path.join(model_dir, "eval", "history.json"), encoding="utf-8") as f:
         (metrics,) = [entry["metrics"] for entry in json.load(f) if entry["step"] == step]
-    return TrainedModel(Runner.from_model_dir(best), metrics)
+    return TrainedModel(Runner.from_model_dir(best), metrics, step)
 
 
 @pytest.fixture(scope="session", name="train_short_reverse")

@@ -342,10 +342,12 @@ def test_a_cached_conversion_translates_stdin_without_tensorflow(demo, trained_r
     usr_dir = os.path.join(os.path.dirname(__file__), "usr_problems.py")
     done = subprocess.run(
         [sys.executable, "-c", script, f"--model_dir={trained_reverse.model_dir}",
-         "--engine=ctranslate2", "--beam_size=4", f"--usr_dir={usr_dir}"],
+         "--engine=ctranslate2", "--beam_size=1", f"--usr_dir={usr_dir}"],
         input="".join(f"{text}\n" for text in sources), capture_output=True, text=True,
         check=True)
     assert "using the CTranslate2 conversion" in done.stderr
     assert json.loads(done.stderr.splitlines()[-1]) == []
-    expected = runner.translator(model, beam_size=4).translate(sources)
+    # Greedy: on the over-long line the two engines' beams may part at a near tie (seen once);
+    # beam search's agreement is test_beam_search_finds_t2t_lite_translations'.
+    expected = runner.translator(model, beam_size=1).translate(sources)
     assert done.stdout.splitlines() == [t.text for t in expected]

@@ -274,35 +274,79 @@ def test_bad_worker_lists_are_one_line(workers, message, capsys):
     assert message in capsys.readouterr().err
 
 
+# test_tiny_reverse whose datagen waits for the file $T2T_TEST_GATE: the test lets the chief
+# generate only once the other worker has found no data and said that it waits.
+GATED_PROBLEM = """
+import os
+import time
+
+from t2t_lite.problems.algorithmic import AlgorithmicReverse
+from t2t_lite.registry import register_problem
+
+
+@register_problem(name="test_gated_reverse")
+class GatedReverse(AlgorithmicReverse):
+    max_sequence_length = 8
+    num_examples = {"train": 2_000, "dev": 100, "test": 100}
+    num_shards = {"train": 2, "dev": 1, "test": 1}
+
+    def text_pairs(self, split, raw_dir):
+        while not os.path.exists(os.environ["T2T_TEST_GATE"]):
+            time.sleep(0.05)
+        yield from super().text_pairs(split, raw_dir)
+"""
+
+
+def wait_for_line(path, text, process, timeout=300):
+    """Waits until the file `path` (a process's stderr) holds `text`; fails if `process` ends
+    first."""
+    deadline = time.monotonic() + timeout
+    while text not in path.read_text():
+        if process.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"no '{text}' in {path}: {path.read_text()[-3000:]}")
+        time.sleep(0.05)
+
+
 def test_workers_agree_on_data_and_on_the_step_to_stop_at(tmp_path):
     """Two workers of the trainer command, started on a data_dir without data: only the chief
     generates it while the other waits; SIGTERM to the other worker stops both after the same
     update, the chief having saved that step's checkpoint."""
     model_dir, data_dir = str(tmp_path / "model"), str(tmp_path / "data")
+    (tmp_path / "gated.py").write_text(GATED_PROBLEM)
+    gate = tmp_path / "gate"
     addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
-    command = ["-c", "from t2t_lite.cli.trainer import run; run()", f"--usr_dir={USR_PROBLEMS}",
-               "--problem=test_tiny_reverse", "--hparams_set=transformer_tiny",
-               f"--hparams={OVERRIDES}", f"--model_dir={model_dir}", f"--data_dir={data_dir}",
-               "--train_steps=100000", "--save_every=5", "--eval_every=0", "--log_every=5"]
-    workers = [subprocess.Popen([sys.executable, *command], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True,
-                                env={**environment(), "TF_CONFIG": config})
-               for config in make_tf_configs.tf_configs(addresses)]
-    deadline = time.time() + 300
-    while not tf.train.latest_checkpoint(model_dir) and time.time() < deadline:
-        time.sleep(0.05)
-    workers[1].send_signal(signal.SIGTERM)
-    errors = []
-    for worker in workers:
-        _, stderr = worker.communicate(timeout=300)
+    command = ["-c", "from t2t_lite.cli.trainer import run; run()",
+               f"--usr_dir={tmp_path / 'gated.py'}", "--problem=test_gated_reverse",
+               "--hparams_set=transformer_tiny", f"--hparams={OVERRIDES}",
+               f"--model_dir={model_dir}", f"--data_dir={data_dir}", "--train_steps=100000",
+               "--save_every=5", "--eval_every=0", "--log_every=5"]
+    logs = [tmp_path / f"worker{i}.log" for i in range(2)]
+    workers = []
+    for config, log in zip(make_tf_configs.tf_configs(addresses), logs):
+        with open(log, "w") as stderr:
+            workers.append(subprocess.Popen(
+                [sys.executable, *command], stdout=subprocess.DEVNULL, stderr=stderr, text=True,
+                env={**environment(), "TF_CONFIG": config, "T2T_TEST_GATE": str(gate)}))
+    try:
+        wait_for_line(logs[1], "waiting for the chief to generate data", workers[1])
+        gate.touch()
+        deadline = time.time() + 300
+        while not tf.train.latest_checkpoint(model_dir) and time.time() < deadline:
+            time.sleep(0.05)
+        workers[1].send_signal(signal.SIGTERM)
+        for worker in workers:
+            worker.wait(timeout=300)
+    finally:
+        for worker in workers:
+            worker.kill()
+    errors = [log.read_text() for log in logs]
+    for worker, stderr in zip(workers, errors):
         assert worker.returncode == 2, stderr[-3000:]
-        errors.append(stderr)
     step = int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1])
     assert errors[0].splitlines()[-1] == (
         f"-c: error: stopped by a signal to another worker at step {step}; saved "
         f"{model_dir}/ckpt-{step}: run the same command to resume")
     assert re.search(rf"error: stopped by SIGTERM at step {step}; saved \S+/ckpt-{step}: ",
                      errors[1].splitlines()[-1])
-    assert "generating data for test_tiny_reverse" in errors[0]
-    assert "waiting for the chief to generate data" in errors[1]
+    assert "generating data for test_gated_reverse" in errors[0]
     assert "generating data" not in errors[1]

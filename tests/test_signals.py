@@ -41,6 +41,7 @@ def start(script, *flags, **popen):
     what a user sees (TF_CPP_MIN_LOG_LEVEL unset, so its start-up is quiet)."""
     environment = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     environment["CUDA_VISIBLE_DEVICES"] = ""
+    environment["PYTHONFAULTHANDLER"] = "1"  # SIGABRT prints every thread's stack: see interrupt
     code = (f"import sys; sys.argv[0] = 't2t-lite-{script}'; "
             f"from t2t_lite.cli.{script} import run; run()")
     return subprocess.Popen([sys.executable, "-c", code, *flags], stderr=subprocess.PIPE,
@@ -78,6 +79,10 @@ def interrupt(process, fifo=None):
     process.send_signal(signal.SIGINT)
     try:
         process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)  # where it waits, for the failure's message
+        pytest.fail("still running 60 s after SIGINT; its threads' stacks: "
+                    + process.communicate(timeout=60)[1].decode()[-6000:])
     finally:
         if writer is not None:
             os.close(writer)
