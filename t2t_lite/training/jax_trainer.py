@@ -16,24 +16,16 @@ variables are pointed at the new values (no copy), so that a checkpoint, an eval
 translator reads them as on any backend.
 """
 
-import logging
-import math
-import time
-
 import jax
 import keras
 from keras import ops
 
 from t2t_lite.models.transformer import create_model
 from t2t_lite.training import jax_checkpoints
+from t2t_lite.training.loop import run_updates
 from t2t_lite.training.loss import batch_statistics, summarize
 from t2t_lite.training.optimizer import create_optimizer, learning_rate_schedule
-from t2t_lite.training.preemption import stop_on_signals
-from t2t_lite.training.progress import Progress
-from t2t_lite.training.stops import Stopped, TrainingDiverged
 from t2t_lite.utils.errors import UserError
-
-logger = logging.getLogger("t2t_lite")
 
 
 def data_devices():
@@ -193,43 +185,15 @@ class JaxTrainer:
         if checkpoint_dir:
             jax_checkpoints.remove_partial_saves(checkpoint_dir)
 
-        def save():
-            if checkpoint_dir:
-                self.save(checkpoint_dir, data.position, keep_checkpoints)
+        def update(stop, out_of_time):
+            sums = self.train_step([next(data) for _ in range(self.hparams.accumulate_steps)])
+            return sums, self.step, stop, out_of_time
 
-        step = self.step
-        progress = Progress(step, train_steps)
-        with stop_on_signals() as signals:
-            while step < train_steps:
-                # Read before the update, as the TensorFlow trainer's step does: the update
-                # after a signal is the last, and is saved.
-                stopping = signals.requested
-                out_of_time = deadline is not None and time.monotonic() >= deadline
-                sums = self.train_step([next(data) for _ in range(self.hparams.accumulate_steps)])
-                step = self.step
-                if not math.isfinite(sums["loss"]):
-                    raise TrainingDiverged(
-                        f"the loss became {sums['loss']} at step {step}; the last good "
-                        "checkpoint is kept. Lower learning_rate or raise warmup_steps with "
-                        "--hparams")
-                progress.add(sums)
-                if step % log_every == 0 or step == train_steps or out_of_time:
-                    metrics = progress.report(step, self.learning_rate())
-                    if summaries:
-                        summaries(step, metrics)
-                with progress.paused():
-                    if step % save_every == 0 or step == train_steps or stopping or out_of_time:
-                        save()
-                    if stopping:
-                        raise Stopped(signals.signal_name, step,
-                                      checkpoint_dir and f"{checkpoint_dir}/ckpt-{step}")
-                    if out_of_time:
-                        logger.info("the time budget (--train_minutes) is spent: training "
-                                    "stops at step %d of %d", step, train_steps)
-                        break
-                    stop = [fn(step) for every, fn in periodic if every and step % every == 0]
-                    if any(stop):
-                        if step % save_every and step != train_steps:
-                            save()
-                        break
-        return step
+        def save():
+            if not checkpoint_dir:
+                return None
+            return self.save(checkpoint_dir, data.position, keep_checkpoints)
+
+        return run_updates(update, save, self.learning_rate, step=self.step,
+                           train_steps=train_steps, save_every=save_every, log_every=log_every,
+                           periodic=periodic, summaries=summaries, deadline=deadline)

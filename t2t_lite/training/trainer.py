@@ -15,7 +15,6 @@ data and a resumed run continues exactly where the interrupted one stopped.
 
 import logging
 import math
-import time
 
 import keras
 import tensorflow as tf
@@ -28,11 +27,9 @@ from t2t_lite.training.checkpoints import (
     save,
 )
 from t2t_lite.training.distribution import data_key, worker_index
+from t2t_lite.training.loop import run_updates
 from t2t_lite.training.loss import batch_statistics, summarize
 from t2t_lite.training.optimizer import create_optimizer
-from t2t_lite.training.preemption import stop_on_signals
-from t2t_lite.training.progress import Progress
-from t2t_lite.training.stops import Stopped, TrainingDiverged
 from t2t_lite.utils.errors import UserError
 
 logger = logging.getLogger("t2t_lite")
@@ -214,44 +211,21 @@ class Trainer:
             remove_partial_saves(checkpoint_dir)
             checkpoints = tf.train.CheckpointManager(state, checkpoint_dir, keep_checkpoints)
         writer = tf.summary.create_file_writer(summary_dir) if summary_dir else None
-        step = self.step
-        progress = Progress(step, train_steps)
-        with stop_on_signals() as signals:
-            while step < train_steps:
-                previous_step = step
-                sums = self.train_step(iterators, signals.requested,
-                                       deadline is not None and time.monotonic() >= deadline)
-                stopping = sums.pop("stop_requests") > 0
-                out_of_time = sums.pop("out_of_time") > 0
-                step = self.step
-                if not math.isfinite(sums["loss"]):
-                    raise TrainingDiverged(
-                        f"the loss became {sums['loss']} at step {step}; the last good "
-                        "checkpoint is kept. Lower learning_rate or raise warmup_steps with "
-                        "--hparams")
-                if step == previous_step and not (stopping or out_of_time):
-                    continue  # float16 gradients overflowed
-                progress.add(sums)
-                if step % log_every == 0 or step == train_steps or out_of_time:
-                    metrics = progress.report(step, self.learning_rate())
-                    if writer:
-                        with writer.as_default(step=step):
-                            for name, value in metrics.items():
-                                tf.summary.scalar(name, value)
-                with progress.paused():
-                    if checkpoints and (step % save_every == 0 or step == train_steps
-                                        or stopping or out_of_time):
-                        save(checkpoints, step, self._checkpoint_bytes())
-                    if stopping:
-                        raise Stopped(signals.signal_name, step,
-                                      checkpoints and checkpoints.latest_checkpoint)
-                    if out_of_time:
-                        logger.info("the time budget (--train_minutes) is spent: training "
-                                    "stops at step %d of %d", step, train_steps)
-                        break
-                    stop = [fn(step) for every, fn in periodic if every and step % every == 0]
-                    if any(stop):
-                        if checkpoints and step % save_every and step != train_steps:
-                            save(checkpoints, step, self._checkpoint_bytes())
-                        break
-        return step
+
+        def update(stop, out_of_time):
+            sums = self.train_step(iterators, stop, out_of_time)
+            stopping, out_of_time = sums.pop("stop_requests") > 0, sums.pop("out_of_time") > 0
+            return sums, self.step, stopping, out_of_time
+
+        def save_checkpoint():
+            return save(checkpoints, self.step, self._checkpoint_bytes()) if checkpoints else None
+
+        def summaries(step, metrics):
+            with writer.as_default(step=step):
+                for name, value in metrics.items():
+                    tf.summary.scalar(name, value)
+
+        return run_updates(update, save_checkpoint, self.learning_rate, step=self.step,
+                           train_steps=train_steps, save_every=save_every, log_every=log_every,
+                           periodic=periodic, summaries=summaries if writer else None,
+                           deadline=deadline)
