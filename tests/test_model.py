@@ -81,3 +81,25 @@ def test_one_embedding_matrix_is_shared_with_the_softmax():
     embeddings[0].assign(embeddings[0].numpy() * 0)
     after = model.decode(targets, memory, mask).numpy()
     assert np.abs(before).max() > 0.1 and np.abs(after).max() == 0.0
+
+
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+def test_the_variables_built_from_hparams_are_exactly_those_the_model_uses(norm_position):
+    """Transformer.build creates every variable without tracing call(): training, encoding
+    and cached decoding create none after it, and each one gets a gradient (none unused)."""
+    import tensorflow as tf
+
+    from t2t_lite.models.transformer import Transformer
+
+    model = Transformer(HParams(num_encoder_layers=2, num_decoder_layers=2, d_model=32, d_ff=64,
+                                num_heads=4, dropout=0.0, norm_position=norm_position), VOCAB)
+    model.build()
+    built = [(v.path, tuple(v.shape)) for v in model.weights]
+    inputs, targets = random_batch()
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model({"inputs": inputs, "targets": targets}, training=True) ** 2)
+    gradients = tape.gradient(loss, model.trainable_variables)
+    memory, mask = model.encode(inputs)
+    model.decode_step(targets[:, 0], 0, model.init_cache(memory, mask, 4))
+    assert [(v.path, tuple(v.shape)) for v in model.weights] == built and len(built) > 40
+    assert all(g is not None and np.abs(tf.convert_to_tensor(g)).max() > 0 for g in gradients)

@@ -126,8 +126,21 @@ class Transformer(keras.Model):
             layer_caches.append(layer_cache)
         return self._logits(x)[:, 0], {**cache, "layers": layer_caches}
 
+    def build(self, input_shape=None):
+        """Creates every variable from the hparams alone (no shape depends on the inputs'),
+        without tracing call() as Keras's default build would."""
+        self.embedding.build()
+        shape = (None, None, self.hparams.d_model)
+        for layer in (*self.encoder_layers, *self.decoder_layers):
+            layer.build(shape)
+        for norm in (self.encoder_norm, self.decoder_norm):
+            if norm is not None:
+                norm.build(shape)
+
     def create_variables(self):
-        """Creates the variables by running a tiny batch."""
+        """Creates the variables, then runs a tiny batch (what a first call would find missing
+        would fail here, not in a traced function)."""
+        self.build()
         ids = ops.ones((1, 2), "int32")
         self({"inputs": ids, "targets": ids})
         return self
