@@ -7,10 +7,13 @@ from t2t_lite.models.transformer import create_model
 VOCAB = 23
 
 
+def small_hparams(norm_position="post", **overrides):
+    return HParams(num_encoder_layers=2, num_decoder_layers=2, d_model=32, d_ff=64,
+                   num_heads=4, dropout=0.0, norm_position=norm_position, **overrides)
+
+
 def small_model(norm_position="post", **overrides):
-    hparams = HParams(num_encoder_layers=2, num_decoder_layers=2, d_model=32, d_ff=64,
-                      num_heads=4, dropout=0.0, norm_position=norm_position, **overrides)
-    return create_model(hparams, VOCAB)
+    return create_model(small_hparams(norm_position, **overrides), VOCAB)
 
 
 def random_batch(batch=3, source_length=7, target_length=6, seed=0):
@@ -91,8 +94,7 @@ def test_the_variables_built_from_hparams_are_exactly_those_the_model_uses(norm_
 
     from t2t_lite.models.transformer import Transformer
 
-    model = Transformer(HParams(num_encoder_layers=2, num_decoder_layers=2, d_model=32, d_ff=64,
-                                num_heads=4, dropout=0.0, norm_position=norm_position), VOCAB)
+    model = Transformer(small_hparams(norm_position), VOCAB)
     model.build()
     built = [(v.path, tuple(v.shape)) for v in model.weights]
     inputs, targets = random_batch()
