@@ -71,7 +71,7 @@ def test_small_data_is_the_documented_recipe():
     doc = " ".join(registry.hparams_sets.get("transformer_small_data").__doc__.split())
     documented = [("num_encoder_layers", 3, "3+3 layers"), ("num_decoder_layers", 3, "3+3"),
                   ("d_model", 256, "d_model=256"), ("d_ff", 1024, "d_ff=1024"),
-                  ("num_heads", 4, "h=4"), ("dropout", 0.2, "dropout 0.2"),
+                  ("num_heads", 4, "h=4"), ("dropout", 0.1, "dropout 0.1"),
                   ("label_smoothing", 0.1, "label smoothing 0.1"),
                   ("peak_learning_rate", 2e-3, "peak 2e-3"),
                   ("warmup_steps", 1000, "1,000 warmup updates"), ("beam_size", 5, "Beam 5"),
@@ -80,17 +80,16 @@ def test_small_data_is_the_documented_recipe():
         assert getattr(small_data, name) == value and text in doc, name
     changed = {name for name in small.to_dict() if getattr(small, name) != getattr(small_data,
                                                                                   name)}
-    assert changed == {"dropout", "warmup_steps", "peak_learning_rate", "beam_size",
-                       "alpha"}
+    assert changed == {"warmup_steps", "peak_learning_rate", "beam_size", "alpha"}
     # "warming up to 1e-3": transformer_small's peak, the paper's formula at its warmup.
     assert small.d_model**-0.5 * small.warmup_steps**-0.5 == pytest.approx(1e-3, rel=0.02)
 
 
 def test_small_data_learns_the_toy_corpus(short_reverse_data, tmp_path):
     """100 updates of transformer_small_data (512-token batches, for time) on reversing 1-8
-    symbols: dev token accuracy 0.43 here (0.45 with 1,024-token batches), where an untrained
-    model scores chance, ~0.09 (one of its ~11 tokens); a recipe that did not train (a zero or
-    diverging rate) stays there."""
+    symbols: dev token accuracy 0.44 here (0.43 with the set's earlier dropout 0.2), where an
+    untrained model scores chance, ~0.09 (one of its ~11 tokens); a recipe that did not train (a
+    zero or diverging rate) stays there."""
     from t2t_lite.cli import trainer
 
     trained = trainer.main([
