@@ -57,7 +57,7 @@ def transformer_small_data():
       recipe and Araabi & Monz 2020 ("Optimizing Transformer for Low-Resource NMT") also warm
       up briefly to a high rate.
     - dropout 0.1 and label smoothing 0.1, transformer_small's. Those papers regularize more
-      (dropout 0.3), but over ~150 epochs; an hour on a CPU is ~20, where more dropout slows
+      (dropout 0.3), but over ~150 epochs; an hour on a CPU is ~15, where more dropout slows
       learning: on small_parallel_enja, Japanese to English, 60 minutes, the average of the
       last 10 checkpoints reached dev BLEU 39.60 with dropout 0.2 and 41.90 with 0.1
       (benchmarks/RESULTS.md, "Quality").
