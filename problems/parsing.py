@@ -21,7 +21,8 @@ from t2t_lite.problems.own_files import OwnFilesProblem, check_new_name
 from t2t_lite.problems.tag_dictionary import word_tags_of
 from t2t_lite.problems.translate import sentencepiece_path
 from t2t_lite.problems.tree_vocabulary import ParsingVocabulary, symbols_path
-from t2t_lite.problems.trees import clean, delinearize, linearize, read_trees, treebank_files
+from t2t_lite.problems.trees import (clean, delinearize, linearize, nesting, read_trees,
+                                     treebank_files)
 from t2t_lite.registry import register_problem
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import write_text_atomically
@@ -93,11 +94,16 @@ class ParsingProblem(Problem):
                 labels.update(symbol for symbol in linearize(tree) if symbol.startswith("/"))
         labels = {label[1:] for label in labels}
         word_tags = word_tags_of(train_trees)
-        logger.info("%s: %d tags and %d labels, a tag dictionary of %s training words; training "
-                    "a %d-piece vocabulary on %s sentences", self.name, len(tags), len(labels),
-                    f"{len(word_tags):,}", self.vocab_size, f"{len(sentences):,}")
+        shapes = [nesting(linearize(tree), labels) for tree in train_trees]
+        max_depth, max_opens = (max(values, default=0) for values in zip(*shapes or [(0, 0)]))
+        logger.info("%s: %d tags and %d labels, a tag dictionary of %s training words, "
+                    "constituents nested %d deep and opened %d in a row at most; training a "
+                    "%d-piece vocabulary on %s sentences", self.name, len(tags), len(labels),
+                    f"{len(word_tags):,}", max_depth, max_opens, self.vocab_size,
+                    f"{len(sentences):,}")
         write_text_atomically(symbols_path(data_dir, self.name), json.dumps(
-            {"tags": sorted(tags), "labels": sorted(labels), "word_tags": word_tags},
+            {"tags": sorted(tags), "labels": sorted(labels), "max_depth": max_depth,
+             "max_opens_in_a_row": max_opens, "word_tags": word_tags},
             indent=1, ensure_ascii=False) + "\n")
         SentencePieceVocabulary.train(path, sentences, self.vocab_size)
         return self.vocabulary(data_dir)

@@ -15,7 +15,10 @@ class TreeConstraint:
     every word tagged, and nothing that could not be completed within the length limit.
 
     With the vocabulary's tag dictionary (problems.tag_dictionary), a word's tag is also one
-    the dictionary allows for it.
+    the dictionary allows for it. With its nesting limits (the training trees' largest), a
+    constituent opens only while fewer are open than max_depth and fewer than
+    max_opens_in_a_row were opened since the last tag: a half-trained model otherwise fills its
+    length limit with chains like (VP (VP (VP ..., which cost precision and time.
 
     State per hypothesis: words to tag, tags so far, open depth, a stack of the open
     constituents' labels and tag counts at opening, and each source word's dictionary row.
@@ -27,6 +30,8 @@ class TreeConstraint:
         self.word_starts = vocabulary.word_starts.astype("int32")
         self.dictionary = getattr(vocabulary, "tag_dictionary", None)
         self.tag_column = getattr(vocabulary, "tag_column", None)
+        self.max_depth = getattr(vocabulary, "max_depth", None)
+        self.max_opens_in_a_row = getattr(vocabulary, "max_opens_in_a_row", None)
 
     def start(self, inputs, max_length):
         rows = ops.shape(inputs)[0]
@@ -67,6 +72,11 @@ class TreeConstraint:
         words_left = words - tags
         tag_ok = (words_left > 0) & (depth + words_left <= remaining)
         open_ok = (words_left > 0) & (depth + words_left + 2 <= remaining)
+        if self.max_depth is not None:
+            # The constituents opened since the last tag are those opened at today's tag count.
+            open_now = ops.arange(ops.shape(labels)[1])[None, :] < depth[:, None]
+            run = ops.sum(ops.cast(open_now & (tags_at_open == tags[:, None]), "int32"), axis=1)
+            open_ok = open_ok & (depth < self.max_depth) & (run < self.max_opens_in_a_row)
         close_ok = (depth > 0)[:, None] & top_filled & (label_of == top_label)
         eos_ok = (depth == 0) & (words_left == 0)
         vocab = ops.arange(ops.shape(kinds)[1])[None, :]

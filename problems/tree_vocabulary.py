@@ -21,10 +21,14 @@ OTHER, TAG, OPEN, CLOSE = 0, 1, 2, 3
 
 
 class ParsingVocabulary(Vocabulary):
-    def __init__(self, sentencepiece_model, tags, labels, word_tags=None):
-        """word_tags: {word: its training tags}, the search's tag dictionary (None: none, as
-        in data_dirs made before it existed)."""
+    def __init__(self, sentencepiece_model, tags, labels, word_tags=None, max_depth=None,
+                 max_opens_in_a_row=None):
+        """word_tags: {word: its training tags}, the search's tag dictionary; max_depth and
+        max_opens_in_a_row: the training trees' largest nesting (problems.trees.nesting), which
+        the search's outputs keep within (None: no such limit, as in data_dirs made before
+        these existed)."""
         super().__init__()
+        self.max_depth, self.max_opens_in_a_row = max_depth, max_opens_in_a_row
         self.words = SentencePieceVocabulary(sentencepiece_model)
         self.tags, self.labels = sorted(tags), sorted(labels)
         overlap = set(self.tags) & set(self.labels)
@@ -62,11 +66,13 @@ class ParsingVocabulary(Vocabulary):
                 symbols = json.load(f)
             tags, labels = symbols["tags"], symbols["labels"]
             word_tags = symbols.get("word_tags")
+            limits = {key: int(symbols[key]) for key in ("max_depth", "max_opens_in_a_row")
+                      if key in symbols}
         except (ValueError, TypeError, KeyError, AttributeError):
             raise UserError(f"{symbols_path} is not the symbols file datagen wrote (a JSON "
                             'object of "tags" and "labels"; damaged?): restore it from a copy, '
                             "the data shards need these very symbols") from None
-        return cls(words.model_proto, tags, labels, word_tags)
+        return cls(words.model_proto, tags, labels, word_tags, **limits)
 
     def encode(self, text):
         return self.words.encode(text)

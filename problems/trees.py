@@ -130,6 +130,20 @@ def linearize(tree):
     return [symbol for child in tree.children for symbol in _linearize(child)]
 
 
+def nesting(symbols, labels):
+    """(depth, run): the most constituents a linearized tree holds open at once, and the most it
+    opens in a row before a tag; the search keeps its outputs within a treebank's largest."""
+    depth = run = most_depth = most_run = 0
+    for symbol in symbols:
+        if symbol in labels:
+            depth, run = depth + 1, run + 1
+            most_depth, most_run = max(most_depth, depth), max(most_run, run)
+        else:
+            depth -= symbol.startswith("/") and len(symbol) > 1
+            run = 0
+    return most_depth, most_run
+
+
 def _linearize(tree):
     if tree.is_preterminal:
         return [tree.label]

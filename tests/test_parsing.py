@@ -232,6 +232,54 @@ def test_no_output_of_a_random_model_is_an_evalb_error(parser, monkeypatch):
     assert evalb.evaluate(gold, free[:-1]).errors > 0
 
 
+def nesting_of(tree):
+    """(depth, opens in a row) of a tree, counted on the tree: the most constituents above a word
+    (the root not counted), and the most constituents that start at the same word."""
+    depth, starts = 0, {}
+
+    def walk(node, level, first_word):
+        nonlocal depth
+        if node.is_preterminal:
+            return first_word + 1
+        if level:
+            depth = max(depth, level)
+            starts[first_word] = starts.get(first_word, 0) + 1
+        for child in node.children:
+            first_word = walk(child, level + 1, first_word)
+        return first_word
+
+    walk(tree, 0, 0)
+    return depth, max(starts.values(), default=0)
+
+
+def test_outputs_keep_within_the_training_trees_nesting(parser, monkeypatch, tmp_path):
+    """Datagen records the deepest nesting and the longest run of constituents opened at one word
+    in the training trees; a random model's outputs keep within both, and without the limits
+    the same model's outputs do not."""
+    runner = parser.runner
+    with open(f"{runner.data_dir}/synthetic_parse.symbols.json", encoding="utf-8") as f:
+        symbols = json.load(f)
+    training = [nesting_of(clean(tree)) for name in ("a", "b")
+                for tree in read_trees(str(parser.root / "train" / f"{name}.mrg"))]
+    limits = tuple(max(values) for values in zip(*training))
+    assert (symbols["max_depth"], symbols["max_opens_in_a_row"]) == limits
+    vocabulary = runner.vocabulary
+    assert (vocabulary.max_depth, vocabulary.max_opens_in_a_row) == limits
+    sentences = gold_sentences(parser.root / "test.mrg")[:10]
+    model = create_model(runner.hparams, vocabulary.size)
+
+    def output_nesting():
+        translator = runner.translator(model, beam_size=1, extra_length=40)
+        outputs = tmp_path / "outputs.mrg"
+        outputs.write_text("".join(runner.problem.postprocess(s, t.text).text + "\n" for s, t
+                                   in zip(sentences, translator.translate(sentences))))
+        return [nesting_of(clean(tree)) for tree in read_trees(str(outputs))]
+
+    assert all(d <= limits[0] and r <= limits[1] for d, r in output_nesting())
+    monkeypatch.setattr(vocabulary, "max_depth", None)
+    assert any(d > limits[0] or r > limits[1] for d, r in output_nesting())
+
+
 def gold_sentences(path):
     return [" ".join(clean(tree).words()) for tree in read_trees(str(path))]
 

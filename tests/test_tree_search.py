@@ -1,6 +1,7 @@
 """The parsing search's constraint against brute force: on toy vocabularies and random models,
 every output is a well-formed tree of the input's words whose tags follow the tag dictionary, and
-a wide beam's best is the best such tree of all those enumerated."""
+a wide beam's best is the best such tree of all those enumerated; the same under the
+treebank's nesting limits."""
 
 import itertools
 import types
@@ -137,3 +138,44 @@ def test_the_tag_dictionary_rule_equals_brute_force(seed):
     free = TreeConstraint(toy_with_dictionary(False))
     assert not np.array_equal(*(np.asarray(search(model, inputs, 64, 0.6, extra_length, c)[0])
                                 for c in (constraint, free)))
+
+
+def within_nesting(sequence, max_depth, max_opens_in_a_row):
+    """Brute force: never more than max_depth constituents open at once, nor more than
+    max_opens_in_a_row opened in a row."""
+    depth = run = 0
+    for token in sequence:
+        if token == A:
+            depth, run = depth + 1, run + 1
+            if depth > max_depth or run > max_opens_in_a_row:
+                return False
+        else:
+            depth -= token == SLASH_A
+            run = 0
+    return True
+
+
+@pytest.mark.parametrize("seed, max_depth, max_opens_in_a_row", [(3, 2, 1), (5, 1, 1),
+                                                                  (6, 2, 2)])
+def test_the_nesting_limits_equal_brute_force(seed, max_depth, max_opens_in_a_row):
+    """Every output keeps within the limits, and a wide beam's best is the best such tree of
+    all those enumerated; the limits remove trees the free search could output."""
+    model = random_model(vocab_size=7, seed=seed)
+    inputs = padded([[WORD, WORD, WORD]])
+    extra_length = 6
+    limited = TreeConstraint(types.SimpleNamespace(**vars(TOY), max_depth=max_depth,
+                                                   max_opens_in_a_row=max_opens_in_a_row))
+    limit = 4 + extra_length  # three tags and EOS
+    trees = [s + (EOS_ID,) for n in range(limit) for s in itertools.product((T, A, SLASH_A),
+                                                                           repeat=n)
+             if is_tree(s + (EOS_ID,), 3)]
+    valid = [s for s in trees if within_nesting(s, max_depth, max_opens_in_a_row)]
+    assert 0 < len(valid) < len(trees)
+    best = max(zip(sequence_scores(model, inputs[0], valid, 0.6), valid))
+    for beam_size in (1, 4, 64):
+        ids, scores = search(model, inputs, beam_size, 0.6, extra_length, limited)
+        sequence = tuple(int(i) for i in np.asarray(ids[0]) if i)
+        sequence = sequence[: sequence.index(EOS_ID) + 1]
+        assert sequence in valid, (beam_size, sequence)
+    assert sequence == best[1]
+    np.testing.assert_allclose(float(scores[0]), best[0], rtol=1e-5)
