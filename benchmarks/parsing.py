@@ -1,16 +1,26 @@
-"""Parsing recipe on CPU: F1 and training time of transformer_parsing_small on a synthetic PCFG
-treebank (tests/synthetic_treebank.py), and constrained decoding speed at beam 21 vs beam 4.
+"""Parsing recipes on CPU: EVALB F1 of a trained parser against its training budget, and the
+speed of constrained decoding at each beam size.
 
-Steps: write --trees training trees and 500 held-out test trees (different seeds), datagen with
---task=parsing, train --train_steps with the trainer CLI (dev F1 every 1000 steps, best kept),
-then decode the test sentences with the best checkpoint at beam 21 (the paper's) and at beam 4,
-reporting EVALB F1 (COLLINS.prm) and sentences/s of each. Prints a Markdown table for
-benchmarks/RESULTS.md.
+Treebanks (--treebank): `pcfg`, the toy of tests/synthetic_treebank.py (8-word sentences over a
+few hundred words); `wsj_like`, benchmarks/wsj_like_treebank.py (the size and shape of the WSJ's
+10% sample: 3,500 trees of ~21 words, ~9k word types, ~6.5% of test words unseen in training).
+Training, dev and test trees come from different seeds.
 
-    python benchmarks/parsing.py [--trees 5000] [--train_steps 6000] [--work_dir /tmp/parsing_bench]
+Steps: datagen with --task=parsing, training with the trainer CLI for --train_steps updates or
+--train_minutes of wall clock (dev F1 every --eval_every updates at --eval_beam, the best
+checkpoint kept, with --average_last the average of the last N checkpoints, saved every
+--save_every updates, too), then the test sentences decoded by each of --checkpoints at each
+of --beams, constrained to well-formed trees and scored by EVALB (COLLINS.prm), with
+--compare_limits also without the nesting limits (problems.tree_constraint). Prints a
+Markdown table for benchmarks/RESULTS.md. Run it alone: the minutes are wall-clock minutes on
+this machine.
+
+    python benchmarks/parsing.py --treebank wsj_like --trees 3500 --train_minutes 30 \\
+        --vocab_size 1000 --eval_beam 4 --average_last 10 --checkpoints best avg --beams 4 21
 """
 
 import argparse
+import itertools
 import os
 import pathlib
 import sys
@@ -19,59 +29,103 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 
+def write_treebanks(args, work):
+    """train/dev/test .mrg files of --treebank under work, each from its own seed."""
+    if args.treebank == "pcfg":
+        from synthetic_treebank import write_treebank
+    else:
+        from wsj_like_treebank import write_treebank
+    for name, count, seed in (("train", args.trees, 10), ("dev", args.dev_trees, 11),
+                              ("test", args.test_trees, 12)):
+        write_treebank(work / f"{name}.mrg", count, seed)
+
+
+def train(args, work):
+    """datagen then the trainer CLI; returns (model_dir, training minutes)."""
+    from t2t_lite.cli import datagen, trainer
+
+    data_dir, model_dir = str(work / "data"), str(work / "model")
+    datagen.main(["--problem=synthetic_parse", "--task=parsing", f"--train={work / 'train.mrg'}",
+                  f"--dev={work / 'dev.mrg'}", f"--test={work / 'test.mrg'}",
+                  f"--vocab_size={args.vocab_size}", f"--data_dir={data_dir}"])
+    budget = ([f"--train_minutes={args.train_minutes}", "--train_steps=1000000"]
+              if args.train_minutes else [f"--train_steps={args.train_steps}"])
+    averaging = ([f"--average_last={args.average_last}", f"--save_every={args.save_every}"]
+                 if args.average_last else [])
+    start = time.perf_counter()
+    trainer.main(["--problem=synthetic_parse", f"--data_dir={data_dir}",
+                  f"--hparams_set={args.hparams_set}", f"--hparams={args.hparams}",
+                  f"--model_dir={model_dir}", f"--eval_every={args.eval_every}",
+                  f"--eval_decode_examples={args.dev_trees}",
+                  f"--eval_beam_size={args.eval_beam}", "--keep_best_by=f1", *budget,
+                  *averaging])
+    return model_dir, (time.perf_counter() - start) / 60
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--treebank", choices=["pcfg", "wsj_like"], default="pcfg")
     parser.add_argument("--trees", type=int, default=5000)
+    parser.add_argument("--dev_trees", type=int, default=200)
     parser.add_argument("--test_trees", type=int, default=500)
+    parser.add_argument("--vocab_size", type=int, default=600)
+    parser.add_argument("--hparams_set", default="transformer_parsing_small")
+    parser.add_argument("--hparams", default="", help="overrides of --hparams_set")
     parser.add_argument("--train_steps", type=int, default=6000)
+    parser.add_argument("--train_minutes", type=float, help="a wall-clock budget instead")
+    parser.add_argument("--eval_every", type=int, default=1000)
+    parser.add_argument("--eval_beam", type=int, default=1, help="the dev evaluations' beam")
+    parser.add_argument("--average_last", type=int, default=0)
+    parser.add_argument("--save_every", type=int, default=100, help="with --average_last")
+    parser.add_argument("--checkpoints", nargs="+", choices=["best", "avg", "last"],
+                        default=["best"])
+    parser.add_argument("--beams", nargs="+", type=int, default=[21, 4])
+    parser.add_argument("--compare_limits", action="store_true",
+                        help="decode also without the training trees' nesting limits")
     parser.add_argument("--work_dir", default="/tmp/parsing_bench")
-    parser.add_argument("--hparams", default="", help="overrides of transformer_parsing_small")
     args = parser.parse_args()
 
-    from synthetic_treebank import write_treebank
-
-    from t2t_lite.cli import datagen, trainer
     from t2t_lite.evaluation import evalb
     from t2t_lite.problems.trees import clean, read_trees
     from t2t_lite.runner import Runner
 
     work = pathlib.Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    for name, count, seed in (("train", args.trees, 10), ("dev", 200, 11),
-                              ("test", args.test_trees, 12)):
-        write_treebank(work / f"{name}.mrg", count, seed)
-    data_dir, model_dir = str(work / "data"), str(work / "model")
-    datagen.main(["--problem=synthetic_parse", "--task=parsing", f"--train={work / 'train.mrg'}",
-                  f"--dev={work / 'dev.mrg'}", f"--test={work / 'test.mrg'}",
-                  "--vocab_size=600", f"--data_dir={data_dir}"])
-    start = time.perf_counter()
-    trainer.main(["--problem=synthetic_parse", f"--data_dir={data_dir}",
-                  "--hparams_set=transformer_parsing_small", f"--hparams={args.hparams}",
-                  f"--model_dir={model_dir}", f"--train_steps={args.train_steps}",
-                  "--eval_every=1000", "--eval_decode_examples=200", "--keep_best_by=f1"])
-    training_seconds = time.perf_counter() - start
-
-    runner = Runner.from_model_dir(os.path.join(model_dir, "best"))
+    write_treebanks(args, work)
+    load_before = os.getloadavg()[0]
+    model_dir, minutes = train(args, work)
     gold = [clean(tree) for tree in read_trees(str(work / "test.mrg"))]
     sentences = [" ".join(tree.words()) for tree in gold]
     rows = []
-    for beam_size in (21, 4):
-        translator = runner.translator(beam_size=beam_size)
-        translator.translate(sentences[:32])  # tracing
-        start = time.perf_counter()
-        outputs = translator.translate(sentences)
-        seconds = time.perf_counter() - start
-        trees = [runner.problem.postprocess(s, t.text) for s, t in zip(sentences, outputs)]
-        summary = evalb.evaluate([str(tree) for tree in gold], trees)
-        rows.append((beam_size, summary, len(sentences) / seconds))
-    print(f"\ntraining: {args.train_steps} steps in {training_seconds / 60:.1f} min "
-          f"({args.trees} trees)\n")
-    print("| beam | test F1 | recall | precision | sentences left out by EVALB | sentences/s |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
-    for beam_size, summary, speed in rows:
-        print(f"| {beam_size} | {summary.f1:.2f} | {summary.recall:.2f} | "
-              f"{summary.precision:.2f} | {summary.errors} of {summary.sentences} | "
-              f"{speed:.1f} |")
+    for checkpoint in args.checkpoints:
+        path = model_dir if checkpoint == "last" else os.path.join(model_dir, checkpoint)
+        runner = Runner.from_model_dir(path)
+        limits = runner.vocabulary.max_depth, runner.vocabulary.max_opens_in_a_row
+        for limited, beam_size in itertools.product(
+                (True, False) if args.compare_limits else (True,), args.beams):
+            # Without the nesting limits: as data made before datagen recorded them decodes.
+            runner.vocabulary.max_depth = limits[0] if limited else None
+            translator = runner.translator(beam_size=beam_size)
+            translator.translate(sentences[:32])  # tracing
+            start = time.perf_counter()
+            outputs = translator.translate(sentences)
+            seconds = time.perf_counter() - start
+            trees = [runner.problem.postprocess(s, t.text).text
+                     for s, t in zip(sentences, outputs)]
+            summary = evalb.evaluate([str(tree) for tree in gold], trees)
+            rows.append((checkpoint, "%s, %s" % limits if runner.vocabulary.max_depth else "none",
+                         beam_size, summary, len(sentences) / seconds))
+    print(f"\n{args.treebank}: {args.trees} training trees, {args.hparams_set} "
+          f"{args.hparams or ''}, vocabulary {args.vocab_size}; training {minutes:.1f} min; "
+          f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after\n")
+    print("| checkpoint | nesting limits | beam | test F1 | recall | precision | tagging | "
+          "sentences left out by EVALB | sentences/s |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for checkpoint, limits, beam_size, summary, speed in rows:
+        print(f"| {checkpoint} | {limits} | {beam_size} | {summary.f1:.2f} | "
+              f"{summary.recall:.2f} | "
+              f"{summary.precision:.2f} | {summary.tagging_accuracy:.2f} | "
+              f"{summary.errors} of {summary.sentences} | {speed:.1f} |")
 
 
 if __name__ == "__main__":
