@@ -73,7 +73,7 @@ class TreeConstraint:
         tag_ok = (words_left > 0) & (depth + words_left <= remaining)
         open_ok = (words_left > 0) & (depth + words_left + 2 <= remaining)
         if self.max_depth is not None:
-            # The constituents opened since the last tag are those opened at today's tag count.
+            # The constituents opened since the last tag are those opened at the current tag count.
             open_now = ops.arange(ops.shape(labels)[1])[None, :] < depth[:, None]
             run = ops.sum(ops.cast(open_now & (tags_at_open == tags[:, None]), "int32"), axis=1)
             open_ok = open_ok & (depth < self.max_depth) & (run < self.max_opens_in_a_row)
