@@ -85,17 +85,19 @@ class ParsingProblem(Problem):
                                 f"delete {data_dir}/{self.name}* to rebuild")
             return vocabulary
         sentences, tags, labels, train_trees = [], set(), set(), []
+        max_depth = max_opens = 0
         for split in self.splits():
             for tree in self.trees(split, raw_dir):
+                symbols = linearize(tree)
+                tree_labels = {symbol[1:] for symbol in symbols if symbol.startswith("/")}
                 if split == "train":
                     sentences.append(" ".join(tree.words()))
                     train_trees.append(tree)
+                    depth, opens = nesting(symbols, tree_labels)
+                    max_depth, max_opens = max(max_depth, depth), max(max_opens, opens)
                 tags.update(leaf.label for leaf in tree.preterminals())
-                labels.update(symbol for symbol in linearize(tree) if symbol.startswith("/"))
-        labels = {label[1:] for label in labels}
+                labels |= tree_labels
         word_tags = word_tags_of(train_trees)
-        shapes = [nesting(linearize(tree), labels) for tree in train_trees]
-        max_depth, max_opens = (max(values, default=0) for values in zip(*shapes or [(0, 0)]))
         logger.info("%s: %d tags and %d labels, a tag dictionary of %s training words, "
                     "constituents nested %d deep and opened %d in a row at most; training a "
                     "%d-piece vocabulary on %s sentences", self.name, len(tags), len(labels),
