@@ -113,9 +113,8 @@ def main():
             trees = [runner.problem.postprocess(s, t.text).text
                      for s, t in zip(sentences, outputs)]
             summary = evalb.evaluate([str(tree) for tree in gold], trees)
-            rows.append((checkpoint, f"{limits[0]}, {limits[1]}" if limited else "none", beam_size,
-                         summary,
-                         len(sentences) / seconds))
+            label = f"{limits[0]}, {limits[1]}" if limited else "none"
+            rows.append((checkpoint, label, beam_size, summary, len(sentences) / seconds))
     print(f"\n{args.treebank}: {args.trees} training trees, {args.hparams_set} "
           f"{args.hparams or ''}, vocabulary {args.vocab_size}; training {minutes:.1f} min; "
           f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after\n")
