@@ -26,7 +26,7 @@ def measure(accumulate_steps, batch, length, updates):
     import tensorflow as tf
 
     from t2t_lite.config import HParams
-    from t2t_lite.training.trainer import Trainer
+    from t2t_lite.backends.tensorflow.trainer import Trainer
 
     trainer = Trainer(HParams(accumulate_steps=accumulate_steps, **SMALL), VOCAB)
     ids = np.random.default_rng(0).integers(3, VOCAB, (batch, length)).astype("int32")

@@ -91,13 +91,13 @@ def trainer_step(hparams, vocab, batch, jit_compile):
     """One update of the backend's trainer on the fixed batch -> (loss, target tokens)."""
     features = ({"inputs": batch["inputs"], "targets": batch["targets"]}, batch["targets"])
     if backend() == "jax":
-        from t2t_lite.training.jax_trainer import JaxTrainer
+        from t2t_lite.backends.jax.trainer import JaxTrainer
 
         trainer = JaxTrainer(hparams, vocab)
         return lambda: trainer.train_step([features])
     import tensorflow as tf
 
-    from t2t_lite.training.trainer import Trainer
+    from t2t_lite.backends.tensorflow.trainer import Trainer
 
     trainer = Trainer(hparams, vocab, jit_compile=jit_compile)
     iterators = trainer.distribute(
@@ -111,9 +111,9 @@ def translator(hparams, vocab):
 
     model = create_model(hparams, vocab)
     if backend() == "jax":
-        from t2t_lite.decoding.jax_translator import JaxTranslator as Translator
+        from t2t_lite.backends.jax.translator import JaxTranslator as Translator
     else:
-        from t2t_lite.decoding.translator import Translator
+        from t2t_lite.backends.tensorflow.translator import Translator
     return Translator(model, SymbolVocabulary(vocab - 2), hparams, batch_size=32)
 
 

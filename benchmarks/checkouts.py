@@ -25,15 +25,18 @@ def environment(path):
             "PYTHONPATH": os.pathsep.join(filter(None, [path, os.environ.get("PYTHONPATH")]))}
 
 
-def imported(name, module, before_issue_19):
-    """`name` from `module`, or from `before_issue_19` in a checkout from before t2t_lite's
-    modules moved into folders (commit db61a83), so that A/B runs can time those too."""
+def imported(name, *modules):
+    """`name` from the first of `modules` that has it: the module's home now, then its homes in
+    older checkouts (before the backends/ wing, before the folders of commit db61a83), so that
+    A/B runs can time those too."""
     import importlib
 
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):  # no such module, or the module had no such name
-        return getattr(importlib.import_module(before_issue_19), name)
+    for module in modules[:-1]:
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):  # no such module, or the module had no such name
+            continue
+    return getattr(importlib.import_module(modules[-1]), name)
 
 
 def check_imported_from(path):

@@ -26,8 +26,8 @@ import tensorflow as tf
 
 from t2t_lite import registry
 from t2t_lite.config import EOS_ID, PAD_ID
-from t2t_lite.data import pipeline as data
-from t2t_lite.training.trainer import Trainer
+from t2t_lite.backends.tensorflow import pipeline as data
+from t2t_lite.backends.tensorflow.trainer import Trainer
 
 
 def write_synthetic_corpus(directory, examples, vocab_size, shards=10, seed=0):

@@ -96,7 +96,8 @@ def t2t_lite_step(shape, batch, jit_compile, precision="float32"):
 
     from t2t_lite.config import HParams
 
-    Trainer = checkouts.imported("Trainer", "t2t_lite.training.trainer", "t2t_lite.training")
+    Trainer = checkouts.imported("Trainer", "t2t_lite.backends.tensorflow.trainer",
+                                 "t2t_lite.training.trainer", "t2t_lite.training")
 
     hparams = HParams(dropout=DROPOUT, label_smoothing=LABEL_SMOOTHING, precision=precision,
                       **SHAPES[shape])

@@ -9,7 +9,7 @@ by round, after a warm-up batch; prints seconds and empty outputs per run.
 import argparse
 import time
 
-from t2t_lite.decoding import translator as translator_module
+from t2t_lite.backends.tensorflow import translator as translator_module
 from t2t_lite.runner import Runner
 
 

@@ -4,7 +4,7 @@ trees over the sentence's words (ParsingProblem.postprocess in-graph)."""
 
 import tensorflow as tf
 
-from t2t_lite.data.tf_vocabulary import InGraphVocabulary, tf_strip_mask
+from t2t_lite.backends.tensorflow.vocabulary import InGraphVocabulary, tf_strip_mask
 from t2t_lite.problems.tree_vocabulary import CLOSE, OPEN, OTHER, TAG
 from t2t_lite.problems.trees import FILLER_TAG, ROOT
 

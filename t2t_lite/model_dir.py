@@ -30,8 +30,9 @@ INIT_FROM_KEYS = {"init_from": str, "model_dir": str, "checkpoint": str, "step":
 INFO_FILE = "info.json"
 CHECKPOINT_LIST = "checkpoint"  # TensorFlow's list of the checkpoints (ckpt-STEP.index, ...)
 # A checkpoint P is there when its TensorFlow index (P.index: the TensorFlow trainer's) or its
-# Keras weights (P.weights.h5: the JAX trainer's, t2t_lite.training.jax_checkpoints) is.
-CHECKPOINT_MARKERS = (".index", ".weights.h5")
+# Keras weights (P.weights.h5: the JAX trainer's, t2t_lite.backends.jax.checkpoints) is.
+KERAS_WEIGHTS = ".weights.h5"
+CHECKPOINT_MARKERS = (".index", KERAS_WEIGHTS)
 HISTORY_FILE = os.path.join("eval", "history.json")
 BEST_DIR = "best"
 AVG_DIR = "avg"

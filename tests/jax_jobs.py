@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 
 from t2t_lite.config import HParams  # noqa: E402
 from t2t_lite.data.vocabulary import SymbolVocabulary  # noqa: E402
-from t2t_lite.decoding.jax_translator import JaxTranslator  # noqa: E402
+from t2t_lite.backends.jax.translator import JaxTranslator  # noqa: E402
 from t2t_lite.models.transformer import create_model  # noqa: E402
 from t2t_lite.training.loss import batch_statistics  # noqa: E402
 
@@ -76,7 +76,7 @@ def data_parallel(config, arrays):
     virtual CPU devices XLA_FLAGS makes), each from the same initialization; the loss of each
     update; and how many devices the second run's batches were laid out on."""
     from t2t_lite.data.numpy_pipeline import TrainingBatches
-    from t2t_lite.training.jax_trainer import JaxTrainer, _placed
+    from t2t_lite.backends.jax.trainer import JaxTrainer, _placed
 
     assert len(jax.devices()) == 2, jax.devices()
     hparams = HParams(**config["hparams"])

@@ -12,7 +12,7 @@ import pytest
 from t2t_lite.config import EOS_ID, HParams
 from t2t_lite.data.vocabulary import SymbolVocabulary
 from t2t_lite.decoding.attention import attention_weights
-from t2t_lite.decoding.translator import Translator
+from t2t_lite.backends.tensorflow.translator import Translator
 from t2t_lite.models.transformer import create_model
 from t2t_lite.utils.errors import UserError
 

@@ -21,7 +21,7 @@ from t2t_lite.cli import decoder, exporter
 from t2t_lite.config import EOS_ID, PAD_ID, HParams
 from t2t_lite.data.vocabulary import SentencePieceVocabulary, SymbolVocabulary
 from t2t_lite.decoding.ctranslate2_translator import CTranslate2Translator
-from t2t_lite.decoding.translator import Translator
+from t2t_lite.backends.tensorflow.translator import Translator
 from t2t_lite.export import ctranslate2 as ctranslate2_export
 from t2t_lite.models.transformer import Transformer
 

@@ -11,9 +11,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from t2t_lite.config import EOS_ID, PAD_ID, HParams
 from t2t_lite.data.buckets import bucket_boundaries
-from t2t_lite.data.pipeline import read_examples
+from t2t_lite.backends.tensorflow.pipeline import read_examples
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
-from t2t_lite.training.trainer import Trainer
+from t2t_lite.backends.tensorflow.trainer import Trainer
 from t2t_lite.utils.errors import UserError
 
 

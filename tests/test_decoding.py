@@ -19,7 +19,7 @@ from t2t_lite.config import EOS_ID, PAD_ID, HParams
 from t2t_lite.data.vocabulary import SymbolVocabulary, strip_ids
 from t2t_lite.decoding.decode import decode_file
 from t2t_lite.decoding.search import _top_k, beam_search, search
-from t2t_lite.decoding.translator import Translator
+from t2t_lite.backends.tensorflow.translator import Translator
 from t2t_lite.decoding.visible_ending import blank_ids
 from t2t_lite.models.transformer import Transformer
 

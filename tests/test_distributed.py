@@ -43,7 +43,7 @@ import numpy as np
 from t2t_lite.config import TrainConfig
 from t2t_lite.registry import import_usr_dir
 from t2t_lite.runner import Runner
-from t2t_lite.training.distribution import create_strategy
+from t2t_lite.backends.tensorflow.distribution import create_strategy, of_strategy
 
 logging.basicConfig(stream=sys.stdout, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
 logging.getLogger("t2t_lite").setLevel(logging.INFO)
@@ -52,7 +52,7 @@ import_usr_dir(usr_problems)
 strategy = create_strategy("auto")  # multi_worker, from TF_CONFIG
 runner = Runner.create_or_resume(model_dir, "test_short_reverse", "transformer_tiny", overrides,
                                  data_dir)
-trainer = runner.trainer(strategy)
+trainer = runner.trainer(of_strategy(strategy))
 metrics = runner.train(TrainConfig(train_steps=int(steps), random_seed=5, eval_every=0,
                                    save_every=10, eval_steps=2, eval_decode_examples=0,
                                    log_every=5), trainer=trainer)

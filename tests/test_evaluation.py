@@ -13,12 +13,13 @@ from t2t_lite import registry
 from t2t_lite.cli import decoder
 from t2t_lite.config import TrainConfig
 from t2t_lite.data.problem import Problem
-from t2t_lite.decoding.replicated import ReplicatedTranslation
+from t2t_lite.backends.tensorflow.distribution import of_strategy
+from t2t_lite.backends.tensorflow.replicated import ReplicatedTranslation
 from t2t_lite.evaluation.evaluator import Evaluator, read_sample
 from t2t_lite.evaluation.monitor import Monitor
 from t2t_lite.problems.translate import TranslationProblem
 from t2t_lite.runner import Runner
-from t2t_lite.training.checkpoints import checkpoint_writer
+from t2t_lite.backends.tensorflow.checkpoints import checkpoint_writer
 from t2t_lite.training.model_dir_copy import save_model_dir
 
 TINY = "num_encoder_layers=1,num_decoder_layers=1,d_model=16,d_ff=32,num_heads=2"
@@ -72,7 +73,7 @@ def test_evaluation_decodes_on_every_replica_with_one_traced_search(trained_reve
     runner = trained_reverse.runner
     alone = Evaluator(runner.problem, runner.translator(batch_size=8), runner.data_dir,
                       decode_examples=16).decode()
-    trainer = runner.trainer(two_cpu_strategy)  # see conftest: one per process
+    trainer = runner.trainer(of_strategy(two_cpu_strategy))  # see conftest: one per process
     translator = runner.translator(trainer.model, batch_size=8)
     evaluator = Evaluator(runner.problem, translator, runner.data_dir, trainer=trainer,
                           decode_examples=16,

@@ -43,7 +43,7 @@ def test_atomic_files_and_directories_follow_the_umask(tmp_path, umask_022):
 
 SERIALIZE = """
 import hashlib
-from t2t_lite.data.pipeline import serialize_example
+from t2t_lite.backends.tensorflow.pipeline import serialize_example
 print(hashlib.sha256(b"".join(serialize_example([i, 5], [i + 2, 7, 1]) for i in range(50)))
       .hexdigest())
 """
@@ -191,7 +191,7 @@ def test_save_failures_name_their_cause(tmp_path):
     write, so only for other users), and a full disk's errno and TensorFlow's text of it."""
     import errno
 
-    from t2t_lite.training.checkpoints import save, save_failure
+    from t2t_lite.backends.tensorflow.checkpoints import save, save_failure
     from t2t_lite.utils.errors import UserError
 
     checkpoint = tf.train.Checkpoint(v=tf.Variable(np.zeros(1000, "float32")))

@@ -17,7 +17,7 @@ from test_decoding import eos_prone_model, padded
 
 from t2t_lite.config import HParams
 from t2t_lite.data.vocabulary import SymbolVocabulary
-from t2t_lite.decoding.translator import Translator
+from t2t_lite.backends.tensorflow.translator import Translator
 from t2t_lite.models.transformer import create_model
 from t2t_lite.training.loss import batch_statistics
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from t2t_lite import registry
-from t2t_lite.data import pipeline, records
+from t2t_lite.backends.tensorflow import pipeline
+from t2t_lite.data import records
 from t2t_lite.data.buckets import buckets
 from t2t_lite.data.numpy_pipeline import TrainingBatches, evaluation_batches
 from t2t_lite.utils.errors import UserError

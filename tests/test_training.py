@@ -9,7 +9,7 @@ from t2t_lite.models.transformer import create_model
 from t2t_lite.training.loss import batch_statistics, smoothed_cross_entropy
 from t2t_lite.training.optimizer import TransformerSchedule, create_optimizer
 from t2t_lite.training.stops import TrainingDiverged
-from t2t_lite.training.trainer import Trainer
+from t2t_lite.backends.tensorflow.trainer import Trainer
 
 VOCAB = 19
 

@@ -10,7 +10,7 @@ import tensorflow_datasets as tfds
 
 from t2t_lite import registry
 from t2t_lite.config import EOS_ID
-from t2t_lite.data.pipeline import read_examples
+from t2t_lite.backends.tensorflow.pipeline import read_examples
 from t2t_lite.utils.errors import UserError
 
 WORDS = {

@@ -13,7 +13,7 @@ from cli_output import error_lines
 
 from t2t_lite import cli, registry
 from t2t_lite.cli import datagen, trainer
-from t2t_lite.data.pipeline import read_examples
+from t2t_lite.backends.tensorflow.pipeline import read_examples
 from t2t_lite.runner import Runner
 from t2t_lite.utils.errors import UserError
 

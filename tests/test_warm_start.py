@@ -12,6 +12,7 @@ import pytest
 from cli_output import error_lines, run_cli
 
 from t2t_lite import registry
+from t2t_lite.backends.tensorflow.distribution import of_strategy
 from t2t_lite.cli import trainer as trainer_cli
 from t2t_lite.config import ARCHITECTURE
 from t2t_lite.models.transformer import create_model
@@ -37,7 +38,8 @@ def test_a_started_model_has_the_source_weights_and_starts_at_step_0(mirrored, t
     runner = Runner.create_or_resume(str(tmp_path / "new"), init_from=source.model_dir.path)
     assert runner.experiment.replace(init_from=None) == source.experiment.replace(
         changed_on_resume=())
-    started = runner.trainer(request.getfixturevalue("two_cpu_strategy") if mirrored else None)
+    started = runner.trainer(of_strategy(request.getfixturevalue("two_cpu_strategy"))
+                             if mirrored else None)
     assert started.step == 0
     assert all(not v.any() for v in arrays(started.optimizer.variables))  # Adam's moments
     for variable, want in zip(started.model.weights, arrays(source.restored_model().weights),

@@ -75,9 +75,9 @@ def parse_args(argv):
                         "samples repeatable (default: a new one, logged)")
     args = flags.parse_with_quantization(parser, argv, "engine", "ctranslate2")
     if args.engine is None:
-        from t2t_lite.utils.backend import keras_backend
+        from t2t_lite import backends
 
-        args.engine = "jax" if keras_backend() == "jax" else "tensorflow"
+        args.engine = backends.current().name
     _check_sampling_ensembles_and_alignments(parser, args)
     if (args.score_targets or args.score_normalize) and not args.score:
         parser.error("--score_targets and --score_normalize need --score")
@@ -181,15 +181,13 @@ def main(argv):
         score_file,
         translate_stream,
     )
-    from t2t_lite.utils.backend import keras_backend
+    from t2t_lite import backends
     from t2t_lite.utils.files import check_writable_file
-    from t2t_lite.utils.quiet_tensorflow import import_tensorflow_quietly
 
     args = parse_args(argv)
-    if args.engine == "tensorflow" or (args.split and keras_backend() == "tensorflow"):
-        import_tensorflow_quietly()
-    elif args.engine == "jax":
-        import_tensorflow_quietly(if_installed=True)  # keras-hub, the model's, imports it
+    backend = backends.current()
+    if args.engine == backend.name or args.split:  # --split reads shards with it
+        backend.import_framework()
     runners = flags.runners_from_flags(args)
     runner = runners[0]
     if args.score:  # read before loading the model, so that mistakes show at once
@@ -223,7 +221,7 @@ def main(argv):
     if args.split:
         from t2t_lite.evaluation.evaluator import score_split
 
-        with runner.problem.damaged_data_named(runner.data_dir):
+        with runner.data_errors_named():
             metrics, summary = score_split(
                 runner.evaluator(translator, args.split, args.bleu_tokenize), args.decode_to_file,
                 functools.partial(align_texts, translator, layer=args.alignment_layer)

@@ -117,25 +117,18 @@ def main(argv):
         return None
     config = train_config(args)
 
+    from t2t_lite import backends
     from t2t_lite.evaluation.evaluator import format_metrics
     from t2t_lite.runner import Runner
     from t2t_lite.training.checkpoint_list import latest_step
-    from t2t_lite.utils.backend import keras_backend
 
-    if keras_backend() == "jax":  # DataParallel over the local devices (runner.jax_training)
-        from t2t_lite.runner.jax_training import data_parallel
-
-        data_parallel(args.strategy)
-        strategy = None
-    else:
-        from t2t_lite.training.distribution import create_strategy
-
-        strategy = create_strategy(args.strategy)
+    distribution = backends.current().distribution(args.strategy)
     runner = Runner.create_or_resume(args.model_dir, args.problem, args.hparams_set,
                                      args.hparams, args.data_dir, args.init_from,
                                      args.init_from_optimizer)
-    runner.prepare_data(generate=args.generate_data, raw_dir=args.raw_dir, strategy=strategy)
-    metrics = runner.train(config, strategy=strategy)
+    runner.prepare_data(generate=args.generate_data, raw_dir=args.raw_dir,
+                        distribution=distribution)
+    metrics = runner.train(config, distribution=distribution)
     print(f"final evaluation at step {latest_step(runner.model_dir.path)}: "
           f"{format_metrics(metrics)}")
     return metrics

@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import re
-import sys
 import time
 
 from t2t_lite.config import EOS_ID
@@ -188,7 +187,9 @@ class Problem:
         if records:
             found = shard_records.damage(paths, records, checksums=True)
         else:
-            counts = shard_records.count_records(paths)
+            import t2t_lite.backends.tensorflow.pipeline as pipeline  # old shards: TensorFlow's
+
+            counts = pipeline.count_records(paths)
             found = [f"{path} does not read to its end" for path, count in zip(paths, counts)
                      if count is None]
             if not found and "examples" in stats and sum(counts) != stats["examples"]:
@@ -216,7 +217,7 @@ class Problem:
         write_text_atomically(self.stats_path(split, data_dir), json.dumps(stats, indent=1) + "\n")
 
     def _write_split(self, split, data_dir, raw_dir, vocabulary):
-        from t2t_lite.data import pipeline  # TensorFlow, as in the two readers below
+        import t2t_lite.backends.tensorflow.pipeline as pipeline  # TFRecords, by TensorFlow
 
         paths = self.shard_paths(split, data_dir)
         temporary = [path + ".incomplete" for path in paths]
@@ -262,14 +263,14 @@ class Problem:
 
     def dataset(self, split, data_dir, hparams, *, training, input_context=None, seed=None):
         """Batches of ({"inputs", "targets"}, targets) for `split`; see pipeline.make_dataset."""
-        from t2t_lite.data import pipeline  # tf.data: not imported by a problem only decoding
+        import t2t_lite.backends.tensorflow.pipeline as pipeline  # tf.data: imported when used
 
         self._check_has_data(split, data_dir)
         if training:
             self._report_length_filter(data_dir, hparams.max_length)
         return pipeline.make_dataset(self.shard_paths(split, data_dir), hparams.batch_size,
-                                 hparams.max_length, training=training,
-                                 input_context=input_context, seed=seed)
+                                     hparams.max_length, training=training,
+                                     input_context=input_context, seed=seed)
 
     def numpy_batches(self, split, data_dir, hparams, *, training, seed=0, devices=1):
         """The JAX path's batches of `split`, read without TensorFlow: for training an endless
@@ -299,32 +300,9 @@ class Problem:
             from t2t_lite.data.records import read_in_written_order
 
             return read_in_written_order(paths)
-        from t2t_lite.data import pipeline
+        import t2t_lite.backends.tensorflow.pipeline as pipeline
 
         return pipeline.read_in_written_order(paths)
-
-    @contextlib.contextmanager
-    def damaged_data_named(self, data_dir):
-        """Turns TensorFlow's DataLossError, met reading a shard of data_dir that changed in place
-        (a record failing its CRC, at any size: _check_has_data finds cut shards before reading),
-        into one line naming data_dir and the datagen run that finds and rewrites it."""
-        if "tensorflow" not in sys.modules:  # the JAX path reads shards without it
-            yield
-            return
-        import tensorflow as tf
-
-        try:
-            yield
-        except tf.errors.DataLossError as error:
-            # TFRecord's "corrupted record at N" (a checkpoint's damage is DamagedCheckpoint's),
-            # without the op names around it.
-            cause = re.search(r"\w+ record at \d+", error.message or str(error))
-            if cause is None:
-                raise
-            cause = cause[0]
-            raise UserError(f"a shard in {data_dir} is damaged ({cause}; changed since datagen "
-                            f"wrote it?): run {self.datagen_command(data_dir)} to check every "
-                            "shard and write a damaged split again") from None
 
     def datagen_command(self, data_dir):
         """The command that writes (or checks and mends) this problem's data in data_dir, as

@@ -45,18 +45,3 @@ def damage(paths, records, *, checksums):
         elif checksums and sha256(path) != record["sha256"]:
             found.append(f"{path} changed since datagen wrote it (its SHA-256 differs)")
     return found
-
-
-def count_records(paths):
-    """How many records each TFRecord file at `paths` holds, or None for a file that does not
-    read to its end (cut short, or a record that fails its CRC): how shards written before
-    records were kept are checked."""
-    import tensorflow as tf
-
-    counts = []
-    for path in paths:
-        try:
-            counts.append(sum(1 for _ in tf.data.TFRecordDataset(path)))
-        except (tf.errors.DataLossError, tf.errors.OutOfRangeError):
-            counts.append(None)
-    return counts

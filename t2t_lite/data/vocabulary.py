@@ -1,5 +1,6 @@
 """Vocabularies: text <-> ids, with the framework's fixed special ids, in Python (no TensorFlow);
-each has an in-graph twin for the exported model (`in_graph()`, t2t_lite.data.tf_vocabulary)."""
+each has an in-graph twin for the exported model (`in_graph()`,
+t2t_lite.backends.tensorflow.vocabulary)."""
 
 import io
 import os
@@ -94,7 +95,7 @@ class SymbolVocabulary(Vocabulary):
         return [special.get(i, str(i - 2)) for i in np.asarray(ids).tolist()]
 
     def _make_in_graph(self):
-        from t2t_lite.data.tf_vocabulary import InGraphSymbols
+        from t2t_lite.backends.tensorflow.vocabulary import InGraphSymbols
 
         return InGraphSymbols(self.num_symbols)
 
@@ -171,7 +172,7 @@ class SentencePieceVocabulary(Vocabulary):
         return [self._processor.id_to_piece(i) for i in np.asarray(ids).tolist()]
 
     def _make_in_graph(self):
-        from t2t_lite.data.tf_vocabulary import InGraphSentencePiece
+        from t2t_lite.backends.tensorflow.vocabulary import InGraphSentencePiece
 
         return InGraphSentencePiece(self.model_proto)
 

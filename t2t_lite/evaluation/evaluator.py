@@ -70,7 +70,7 @@ def read_sample(problem, vocabulary, data_dir, split, max_examples=None, seed=SA
 class Evaluator:
     """Evaluates the model of `translator` on `split` of `problem`, whose data is in data_dir;
     see the module docstring. `translate` (default: translator.translate_tokens) translates
-    token lists: e.g. on several replicas (t2t_lite.decoding.replicated).
+    token lists: e.g. on several replicas (t2t_lite.backends.tensorflow.replicated).
 
     With a `trainer` (of either backend; whose model the translator translates with)
     evaluations include the teacher-forced metrics over `eval_steps` batches (default: all).

@@ -91,7 +91,7 @@ class TensorFlowEngine:
     def translator(self, trained, hparams, batch_size=32, quantization=None, sampling=None):
         _check_backend(self.name)
         model = trained.model()  # first: restoring imports TensorFlow quietly
-        from t2t_lite.decoding.translator import Translator  # TensorFlow: only when used
+        from t2t_lite.backends.tensorflow.translator import Translator  # TensorFlow: only when used
 
         constraint = trained.problem.search_constraint(trained.vocabulary)
         return Translator(model, trained.vocabulary, hparams, batch_size, constraint,
@@ -111,7 +111,7 @@ class JaxEngine:
 
     def translator(self, trained, hparams, batch_size=32, quantization=None, sampling=None):
         _check_backend(self.name)
-        from t2t_lite.decoding.jax_translator import JaxTranslator
+        from t2t_lite.backends.jax.translator import JaxTranslator
 
         return JaxTranslator(trained.model(), trained.vocabulary, hparams, batch_size,
                              trained.problem.search_constraint(trained.vocabulary), sampling)

@@ -26,7 +26,7 @@ import tensorflow as tf
 from t2t_lite.config import PAD_ID
 from t2t_lite.decoding.scoring import token_log_probs
 from t2t_lite.decoding.search import greedy_search
-from t2t_lite.decoding.translator import IDS, eos_terminated, id_errors
+from t2t_lite.backends.tensorflow.translator import IDS, eos_terminated, id_errors
 
 
 # Sampling settings as scalar tensors, for t2t_lite.decoding.sampling.sample_tokens.

@@ -3,7 +3,7 @@ tf.train.CheckpointManager keeps), the files there, the latest, and the one a co
 
 Nothing here imports TensorFlow, so that the decoder can find the checkpoint of a cached
 CTranslate2 conversion in a fraction of a second; restoring and saving checkpoints is
-t2t_lite.training.checkpoints.
+t2t_lite.backends.tensorflow.checkpoints.
 """
 
 import glob
@@ -189,3 +189,17 @@ class CheckpointGone(UserError):
         self.path = path
         super().__init__(f"checkpoint {path} was removed while it was read (a trainer keeping "
                          "only its newest checkpoints?): run the same command again")
+
+
+class DamagedCheckpoint(UserError):
+    """A checkpoint whose files cannot be read back (a truncated copy or sync), of either
+    trainer; `is_intact(path)` says which of the others read back."""
+
+    def __init__(self, path, error, is_intact):
+        intact = [p for p in reversed(checkpoint_paths(os.path.dirname(path)))
+                  if p != path and is_intact(p)]
+        fix = (f"pass --checkpoint_path={intact[0]}, the newest intact one" if intact else
+               "copy it again from where it was made")
+        self.damage = f"checkpoint {path} is damaged ({error}; a bad copy or sync?)"
+        super().__init__(f"{self.damage}: {fix}")
+

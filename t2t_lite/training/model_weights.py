@@ -7,8 +7,8 @@ import re
 
 import keras
 
+from t2t_lite.model_dir import KERAS_WEIGHTS as WEIGHTS
 from t2t_lite.training.checkpoint_list import CheckpointGone
-from t2t_lite.training.jax_checkpoints import WEIGHTS
 from t2t_lite.utils.errors import UserError
 
 
@@ -40,11 +40,9 @@ def restore_model(model, path, hparams_path="its hparams.json"):
         if keras.config.backend() != "tensorflow":
             raise UserError(f"{path} is a checkpoint of the TensorFlow trainer, which only "
                             "TensorFlow reads: decode it with KERAS_BACKEND=tensorflow")
-        import tensorflow as tf
+        from t2t_lite.backends.tensorflow.checkpoints import restore_model_weights
 
-        from t2t_lite.training.checkpoints import restore_existing
-
-        restore_existing(tf.train.Checkpoint(model=model), path)
+        restore_model_weights(model, path)
     except (AssertionError, ValueError) as error:  # missing weights, or other shapes
         shapes = re.search(r"tensor with shape (\([^)]*\)) .* variable with shape "
                            r"(\([^)]*\))", str(error))

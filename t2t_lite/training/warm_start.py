@@ -8,8 +8,8 @@ optimizer is carried over too. When the new problem's vocabulary differs from th
 - a new piece keeps the row a fresh model gives it;
 - a piece the new vocabulary lacks is dropped.
 
-Finding the source and the new model's hparams needs no TensorFlow; only carrying the optimizer
-imports it.
+Nothing here depends on the backend: weights are copied between Keras models, and carrying the
+optimizer over is the trainer's own restore.
 """
 
 import dataclasses
@@ -161,14 +161,10 @@ def copy_weights(model, source_model, vocabulary_map):
 
 def restore_with_optimizer(trainer, checkpoint):
     """Restores trainer's model and optimizer (Adam's moments and the step) from `checkpoint`,
-    which must have the same vocabulary."""
-    import tensorflow as tf
-
-    from t2t_lite.training.checkpoints import restore_existing
-
+    which must have the same vocabulary (and be of trainer's backend: see
+    model_weights.check_resumable)."""
     try:
-        restore_existing(tf.train.Checkpoint(model=trainer.model, optimizer=trainer.optimizer),
-                         checkpoint)
+        trainer.restore(checkpoint)
     except (AssertionError, ValueError):
         raise UserError(f"{checkpoint} holds no optimizer state of this model to carry over "
                         "(--init_from_optimizer): drop that flag to start the optimizer "

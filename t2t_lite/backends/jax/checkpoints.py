@@ -19,15 +19,27 @@ import json
 import logging
 import os
 
+import zipfile
+import zlib
+
+import h5py
 import numpy as np
 
-from t2t_lite.training.checkpoint_list import write_list, checkpoint_paths
+from t2t_lite.model_dir import KERAS_WEIGHTS
+from t2t_lite.training.checkpoint_list import (
+    CheckpointGone,
+    DamagedCheckpoint,
+    checkpoint_paths,
+    write_list,
+)
 from t2t_lite.utils.errors import UserError
 
 logger = logging.getLogger("t2t_lite")
-WEIGHTS = ".weights.h5"
+WEIGHTS = KERAS_WEIGHTS
 STATE = ".state.npz"
 _TEMPORARY = ".saving"
+# What reading a file cut short or corrupted raises: h5py's OSError, numpy's zip errors.
+DAMAGE_ERRORS = (OSError, EOFError, zipfile.BadZipFile, zlib.error)
 
 
 def save(model, optimizer, directory, step, position, keep):
@@ -61,19 +73,46 @@ def remove_partial_saves(directory):
 
 
 def restore(model, optimizer, path):
-    """Loads checkpoint `path` into `model` and `optimizer` (built); returns its data
-    position, or None where it has none (an average, or best/: weights only)."""
-    model.load_weights(path + WEIGHTS)
-    if not os.path.exists(path + STATE):
-        return None
+    """Loads checkpoint `path` into `model` and `optimizer` (built); returns its data position
+    ({} where it has none: best/, an average). A checkpoint without the optimizer's state is a
+    ValueError; one whose files do not read back, a DamagedCheckpoint naming the newest intact
+    one; one removed while it is read, CheckpointGone."""
+    try:
+        model.load_weights(path + WEIGHTS)
+        if not os.path.exists(path + STATE):
+            raise ValueError(f"{path} holds no {STATE} (the optimizer's state)")
+        with np.load(path + STATE) as state:
+            for name, variables in (("optimizer", optimizer.variables),
+                                    ("model", model.non_trainable_variables)):
+                saved = sorted((k for k in state.files if k.startswith(name + "_")),
+                               key=lambda k: int(k.rsplit("_", 1)[1]))
+                if len(saved) != len(variables):
+                    raise UserError(f"{path}{STATE} holds {len(saved)} {name} variables where "
+                                    f"this model has {len(variables)}: it is another model's")
+                for variable, key in zip(variables, saved):
+                    variable.assign(state[key])
+            return json.loads(str(state["position"]))
+    except FileNotFoundError:
+        raise CheckpointGone(path) from None
+    except DAMAGE_ERRORS as error:
+        raise DamagedCheckpoint(path, error, is_intact) from None
+
+
+def read_position(path):
+    """The data position saved with checkpoint `path` ({} where it has none)."""
     with np.load(path + STATE) as state:
-        for name, variables in (("optimizer", optimizer.variables),
-                                ("model", model.non_trainable_variables)):
-            saved = sorted((k for k in state.files if k.startswith(name + "_")),
-                           key=lambda k: int(k.rsplit("_", 1)[1]))
-            if len(saved) != len(variables):
-                raise UserError(f"{path}{STATE} holds {len(saved)} {name} variables where this "
-                                f"model has {len(variables)}: it is another model's")
-            for variable, key in zip(variables, saved):
-                variable.assign(state[key])
         return json.loads(str(state["position"]))
+
+
+def is_intact(path):
+    """Whether both files of checkpoint `path` read back whole."""
+    try:
+        with h5py.File(path + WEIGHTS, "r") as weights:
+            weights.visititems(lambda name, item: item[()] if isinstance(item, h5py.Dataset)
+                               else None)
+        with np.load(path + STATE) as state:
+            for key in state.files:
+                state[key]  # noqa: B018 (reads and checks the array)
+    except (FileNotFoundError, *DAMAGE_ERRORS):
+        return False
+    return True

@@ -4,7 +4,7 @@ traced function that every evaluation reuses."""
 
 import tensorflow as tf
 
-from t2t_lite.training.distribution import worker_index
+from t2t_lite.backends.tensorflow.distribution import worker_index
 
 
 class ReplicatedTranslation:

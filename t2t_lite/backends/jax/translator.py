@@ -45,8 +45,8 @@ def pad_batch(ids):
 
 class JaxTranslator:
     """Translates with `model` (a Keras model on the JAX backend) and `vocabulary` by the
-    decoding hparams, as t2t_lite.decoding.translator.Translator does (its docstring says how);
-    a problem's `constraint` and `sampling` as there."""
+    decoding hparams, as t2t_lite.backends.tensorflow.translator.Translator does (its docstring
+    says how); a problem's `constraint` and `sampling` as there."""
 
     def __init__(self, model, vocabulary, hparams, batch_size=32, constraint=None,
                  sampling=None):

@@ -1,6 +1,6 @@
 """JaxTrainer: the training loop on Keras's JAX backend, the TensorFlow Trainer's sibling
-(t2t_lite.training.trainer) with the same loss, schedule, accumulation, clipping, stops and
-checkpoint contents, and no TensorFlow.
+(t2t_lite.backends.tensorflow.trainer) with the same loss, schedule, accumulation, clipping,
+stops and checkpoint contents, and no TensorFlow.
 
 An update: each micro-batch's gradient of its *summed* loss, by jax.value_and_grad over the
 model's stateless call (its dropout seeds are state too, threaded through), compiled once per
@@ -21,10 +21,12 @@ import keras
 from keras import ops
 
 from t2t_lite.models.transformer import create_model
-from t2t_lite.training import jax_checkpoints
+from t2t_lite.backends.base import Distribution
+from t2t_lite.backends.jax import checkpoints as jax_checkpoints
 from t2t_lite.training.loop import run_updates
 from t2t_lite.training.loss import batch_statistics, summarize
 from t2t_lite.training.optimizer import create_optimizer, learning_rate_schedule
+from t2t_lite.training.scalar_summaries import ScalarWriter
 from t2t_lite.utils.errors import UserError
 
 
@@ -33,6 +35,11 @@ def data_devices():
     DataParallel, if one is set, else 1."""
     distribution = keras.distribution.distribution()
     return 1 if distribution is None else distribution.device_mesh.devices.size
+
+
+def current_distribution():
+    """The Distribution of this process: keras.distribution's devices, on one host."""
+    return Distribution(devices=data_devices(), unit="device(s) (JAX)")
 
 
 def _placed(batch):
@@ -52,6 +59,7 @@ class JaxTrainer:
             raise UserError("precision=mixed_float16 is TensorFlow's (it needs loss scaling): "
                             "on JAX use precision=mixed_bfloat16")
         self.hparams = hparams
+        self.distribution = current_distribution()
         self.model = create_model(hparams, vocab_size)
         self.optimizer = create_optimizer(hparams)
         self._schedule = learning_rate_schedule(hparams)
@@ -164,26 +172,33 @@ class JaxTrainer:
         return jax_checkpoints.save(self.model, self.optimizer, directory, step, {}, keep=1)
 
     def restore(self, path):
-        """Loads checkpoint `path`; returns its data position (None: it has none)."""
-        position = jax_checkpoints.restore(self.model, self.optimizer, path)
+        """Loads checkpoint `path`'s model and optimizer (not its data position, which train()
+        reads): see checkpoints.restore for what a damaged or another model's checkpoint
+        raises."""
+        jax_checkpoints.restore(self.model, self.optimizer, path)
         self.reload()
-        return position
 
     def save(self, directory, position, keep):
         return jax_checkpoints.save(self.model, self.optimizer, directory, self.step, position,
                                     keep)
 
     def train(self, data, train_steps, *, checkpoint_dir=None, keep_checkpoints=20,
-              save_every=1000, log_every=100, periodic=(), summaries=None, deadline=None):
-        """Runs updates from `data` (a data.numpy_pipeline.TrainingBatches, at its position)
-        until `train_steps` in total or the first update that starts after `deadline` (a
-        time.monotonic() value), as Trainer.train does: checkpoints every save_every updates
-        and at the end, `periodic` (every, fn) calls (a True result stops training, after a
-        checkpoint), TrainingDiverged on a non-finite loss, Stopped after a checkpoint on
-        SIGTERM or SIGINT. `summaries(step, metrics)` writes the logged metrics. Returns the
-        step reached."""
+              resume_from=None, save_every=1000, log_every=100, periodic=(), summary_dir=None,
+              deadline=None):
+        """Runs updates from `data` (a data.numpy_pipeline.TrainingBatches) until
+        `train_steps` in total or the first update that starts after `deadline` (a
+        time.monotonic() value), as the TensorFlow trainer's train does: the data continues
+        where checkpoint `resume_from` left it, checkpoints every save_every updates and at the
+        end, `periodic` (every, fn) calls (a True result stops training, after a checkpoint),
+        TrainingDiverged on a non-finite loss, Stopped after a checkpoint on SIGTERM or SIGINT,
+        the logged metrics written to summary_dir. Returns the step reached."""
+        if resume_from:
+            position = jax_checkpoints.read_position(resume_from)
+            if position:
+                data.position = position
         if checkpoint_dir:
             jax_checkpoints.remove_partial_saves(checkpoint_dir)
+        writer = ScalarWriter(summary_dir) if summary_dir else None
 
         def update(stop, out_of_time):
             sums = self.train_step([next(data) for _ in range(self.hparams.accumulate_steps)])
@@ -194,6 +209,11 @@ class JaxTrainer:
                 return None
             return self.save(checkpoint_dir, data.position, keep_checkpoints)
 
-        return run_updates(update, save, self.learning_rate, step=self.step,
-                           train_steps=train_steps, save_every=save_every, log_every=log_every,
-                           periodic=periodic, summaries=summaries, deadline=deadline)
+        try:
+            return run_updates(update, save, self.learning_rate, step=self.step,
+                               train_steps=train_steps, save_every=save_every,
+                               log_every=log_every, periodic=periodic,
+                               summaries=writer.scalars if writer else None, deadline=deadline)
+        finally:
+            if writer:
+                writer.close()

@@ -20,13 +20,13 @@ import keras
 import tensorflow as tf
 
 from t2t_lite.models.transformer import create_model
-from t2t_lite.training.checkpoints import (
+from t2t_lite.backends.tensorflow.checkpoints import (
     checkpoint_writer,
     remove_partial_saves,
     restore_existing,
     save,
 )
-from t2t_lite.training.distribution import data_key, worker_index
+from t2t_lite.backends.tensorflow.distribution import data_key, of_strategy, worker_index
 from t2t_lite.training.loop import run_updates
 from t2t_lite.training.loss import batch_statistics, summarize
 from t2t_lite.training.optimizer import create_optimizer
@@ -45,6 +45,7 @@ class Trainer:
     def __init__(self, hparams, vocab_size, strategy=None, jit_compile=False):
         self.hparams = hparams
         self.strategy = strategy or tf.distribute.get_strategy()
+        self.distribution = of_strategy(self.strategy)
         with self.strategy.scope():
             self.model = create_model(hparams, vocab_size)
             self.optimizer = create_optimizer(hparams)
@@ -153,8 +154,14 @@ class Trainer:
                              max_batches)
 
     def restore(self, path):
-        """Loads checkpoint `path`'s model and optimizer (not its data position)."""
+        """Loads checkpoint `path`'s model and optimizer (not its data position, which train()
+        reads): a DamagedCheckpoint where its files do not read back, a ValueError or
+        AssertionError where it is another model's."""
         restore_existing(self.checkpoint, path)
+
+    def reload(self):
+        """Nothing to do: the update reads the Keras variables, whoever set them (the JAX
+        trainer's copies them)."""
 
     def write_checkpoint(self, directory, step):
         """Saves the model and optimizer as `directory`'s only checkpoint, of `step` (best/, an

@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite.config import EOS_ID, PAD_ID
-from t2t_lite.data.tf_vocabulary import tf_strip_mask
+from t2t_lite.backends.tensorflow.vocabulary import tf_strip_mask
 from t2t_lite.decoding.alignment import pharaoh, resolve_layer
 from t2t_lite.decoding.inputs import length_batches, max_input_tokens, padded
 from t2t_lite.decoding.scoring import token_log_probs

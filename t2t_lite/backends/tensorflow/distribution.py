@@ -1,14 +1,12 @@
 """tf.distribute for the trainer: the strategy (one device, several GPUs, several machines), which
-worker this is, and where each worker writes. Only the chief writes into the model_dir."""
+worker this is, and the Distribution the Runner sees of it."""
 
-import contextlib
 import json
 import os
-import shutil
-import tempfile
 
 import tensorflow as tf
 
+from t2t_lite.backends.base import Distribution
 from t2t_lite.utils.errors import UserError
 
 
@@ -88,15 +86,8 @@ def data_key(strategy):
     return f"data_of_{strategy.num_replicas_in_sync}_replicas"
 
 
-@contextlib.contextmanager
-def write_dir(model_dir, strategy):
-    """model_dir on the chief; a temporary directory, removed at the end, on the other workers
-    of a multi-worker run, which must save alongside the chief but not over its files."""
-    if strategy.extended.should_checkpoint:
-        yield model_dir
-        return
-    temporary = tempfile.mkdtemp(prefix=f"t2t_lite-worker-{worker_index(strategy)[0]}-")
-    try:
-        yield temporary
-    finally:
-        shutil.rmtree(temporary, ignore_errors=True)
+def of_strategy(strategy=None):
+    """The Distribution of a tf.distribute `strategy` (default: the current one)."""
+    strategy = strategy or tf.distribute.get_strategy()
+    worker, workers = worker_index(strategy)
+    return Distribution(worker, workers, strategy.num_replicas_in_sync, "replica(s)", strategy)

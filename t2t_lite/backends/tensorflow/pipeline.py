@@ -5,9 +5,13 @@ Batches are formed by length bucket so that each holds about `batch_size` tokens
 tensor2tensor: short sentences come many to a batch, long ones few, and little is padding.
 """
 
+import contextlib
+import re
+
 import tensorflow as tf
 
 from t2t_lite.data.buckets import buckets
+from t2t_lite.utils.errors import UserError
 
 _FEATURES = {
     "inputs": tf.io.VarLenFeature(tf.int64),
@@ -122,3 +126,34 @@ def make_dataset(paths, batch_size, max_length, *, training, input_context=None,
         dataset = dataset.filter(lambda example: example_length(example) <= max_length)
     dataset = batch_by_tokens(dataset, batch_size, max_length)
     return dataset.map(to_features_and_labels).prefetch(tf.data.AUTOTUNE)
+
+
+def count_records(paths):
+    """How many records each TFRecord file at `paths` holds, or None for a file that does not
+    read to its end (cut short, or a record that fails its CRC): how shards written before
+    records were kept are checked."""
+    counts = []
+    for path in paths:
+        try:
+            counts.append(sum(1 for _ in tf.data.TFRecordDataset(path)))
+        except (tf.errors.DataLossError, tf.errors.OutOfRangeError):
+            counts.append(None)
+    return counts
+
+
+@contextlib.contextmanager
+def damaged_data_named(problem, data_dir):
+    """Turns TensorFlow's DataLossError, met reading a shard of data_dir that changed in place
+    (a record failing its CRC, at any size: Problem finds cut shards before reading), into one
+    line naming data_dir and the datagen run of `problem` that finds and rewrites it."""
+    try:
+        yield
+    except tf.errors.DataLossError as error:
+        # TFRecord's "corrupted record at N" (a checkpoint's damage is DamagedCheckpoint's),
+        # without the op names around it.
+        cause = re.search(r"\w+ record at \d+", error.message or str(error))
+        if cause is None:
+            raise
+        raise UserError(f"a shard in {data_dir} is damaged ({cause[0]}; changed since datagen "
+                        f"wrote it?): run {problem.datagen_command(data_dir)} to check every "
+                        "shard and write a damaged split again") from None

@@ -1,7 +1,7 @@
 """The TensorFlow trainer's checkpoints: restoring them (old layouts and damaged files
 included) and saving them. Which ones a model_dir holds is t2t_lite.training.checkpoint_list;
 copying one to a new model_dir (best/, an average), t2t_lite.training.model_dir_copy; the JAX
-trainer's, t2t_lite.training.jax_checkpoints.
+trainer's, t2t_lite.backends.jax.checkpoints.
 """
 
 import glob
@@ -13,7 +13,7 @@ import keras
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from t2t_lite.training.checkpoint_list import CheckpointGone, checkpoint_paths
+from t2t_lite.training.checkpoint_list import CheckpointGone, DamagedCheckpoint
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import error_cause, write_failure
 
@@ -29,18 +29,6 @@ LEGACY_NORMS = {"encoder_layers": ("self_attention_norm", "feed_forward_norm"),
 
 # What TensorFlow raises reading a checkpoint whose files were cut short or corrupted.
 DAMAGE_ERRORS = (IndexError, tf.errors.DataLossError, tf.errors.OutOfRangeError)
-
-
-class DamagedCheckpoint(UserError):
-    """A checkpoint whose files cannot be read back (a truncated copy or sync)."""
-
-    def __init__(self, path, error):
-        intact = [p for p in reversed(checkpoint_paths(os.path.dirname(path)))
-                  if p != path and is_intact(p)]
-        fix = (f"pass --checkpoint_path={intact[0]}, the newest intact one" if intact else
-               "copy it again from where it was made")
-        self.damage = f"checkpoint {path} is damaged ({error}; a bad copy or sync?)"
-        super().__init__(f"{self.damage}: {fix}")
 
 
 def is_intact(path):
@@ -71,7 +59,13 @@ def restore_existing(checkpoint, path):
             raise CheckpointGone(path) from None
         if isinstance(error, tf.errors.NotFoundError):
             raise
-        raise DamagedCheckpoint(path, error) from None
+        raise DamagedCheckpoint(path, error, is_intact) from None
+
+
+def restore_model_weights(model, path):
+    """Loads the weights of `model` (not an optimizer) from the TensorFlow trainer's
+    checkpoint `path`, as restore_existing does."""
+    restore_existing(tf.train.Checkpoint(model=model), path)
 
 
 def save(manager, step, size):

@@ -1,0 +1,1 @@
+"""Keras on JAX: the only place that imports JAX."""

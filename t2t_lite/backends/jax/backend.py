@@ -1,0 +1,59 @@
+"""The JAX wing's Backend: keras.distribution's DataParallel over the local devices, the
+JaxTrainer's jitted update, batches read without TensorFlow, the JaxTranslator."""
+
+import contextlib
+
+from t2t_lite.backends.base import Backend
+from t2t_lite.utils.errors import UserError
+
+
+class JaxBackend(Backend):
+    name = "jax"
+
+    def import_framework(self):
+        import jax  # noqa: F401 (its start-up, before any work)
+
+        from t2t_lite.backends.tensorflow.quiet import import_tensorflow_quietly
+
+        # keras-hub (the model's layers) imports TensorFlow where it is installed: quietly.
+        import_tensorflow_quietly(if_installed=True)
+
+    def distribution(self, strategy=None):
+        """DataParallel over every local device (auto, with more than one; mirrored), or none
+        (default, or one device): keras.distribution's, set for the process."""
+        import jax
+        import keras
+
+        from t2t_lite.backends.jax.trainer import current_distribution
+
+        if strategy is None:
+            return current_distribution()
+        if strategy == "multi_worker":
+            raise UserError("--strategy=multi_worker is TensorFlow's (TF_CONFIG): on JAX, train "
+                            "on the local devices (--strategy=auto or mirrored)")
+        if strategy not in ("auto", "default", "mirrored"):
+            raise UserError(f"unknown --strategy '{strategy}': use auto, default, mirrored or "
+                            "multi_worker")
+        devices = jax.local_devices()
+        if strategy == "default" or (strategy == "auto" and len(devices) == 1):
+            keras.distribution.set_distribution(None)
+        else:
+            keras.distribution.set_distribution(keras.distribution.DataParallel())  # every one
+        return current_distribution()
+
+    def trainer(self, hparams, vocab_size, distribution=None, jit_compile=False):
+        from t2t_lite.backends.jax.trainer import JaxTrainer  # jit_compile: JAX always is
+
+        return JaxTrainer(hparams, vocab_size)
+
+    def training_data(self, problem, data_dir, hparams, seed, distribution):
+        from t2t_lite.backends.jax.trainer import data_devices
+
+        return problem.numpy_batches("train", data_dir, hparams, training=True, seed=seed or 0,
+                                     devices=data_devices())
+
+    def translate_on_devices(self, translator, distribution):
+        return None  # the JaxTranslator runs under the process's keras.distribution
+
+    def data_errors_named(self, problem, data_dir):
+        return contextlib.nullcontext()  # shards are read without TensorFlow, checked as read

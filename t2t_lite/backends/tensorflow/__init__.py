@@ -1,0 +1,1 @@
+"""Keras on TensorFlow: the only place, with the SavedModel export, that imports TensorFlow."""
