@@ -13,8 +13,8 @@ the best float32 matmul rate measured here on the same backend.
 Decoding: `--sentences` random inputs of `--length` tokens translated with beam 4 in batches of
 32 by the backend's translator. A random model would end every output at once, so min_length
 is `--length` and extra_length 0: each output is as long as the source with its EOS
-(`--length` + 1 tokens) and an EOS, the same work on both backends; tokens/s counts the tokens output (EOS included), as CTranslate2's benchmarks
-do.
+(`--length` + 1 tokens) and an EOS, the same work on both backends; tokens/s counts the tokens
+output (EOS included), as CTranslate2's benchmarks do.
 
 Each backend runs in its own process; the JAX one never imports TensorFlow:
 
@@ -113,7 +113,7 @@ def translator(hparams, vocab):
     if backend() == "jax":
         from t2t_lite.backends.jax.translator import JaxTranslator as Translator
     else:
-        from t2t_lite.backends.tensorflow.translator import Translator
+        from t2t_lite.backends.tensorflow.translator import TensorFlowTranslator as Translator
     return Translator(model, SymbolVocabulary(vocab - 2), hparams, batch_size=32)
 
 

@@ -69,14 +69,22 @@ def t2t_lite_decoders(shape, sources, beams, uncached):
     import tensorflow as tf
 
     search = checkouts.imported("search", "t2t_lite.decoding.search", "t2t_lite.decoding")
+    try:
+        SearchSettings = checkouts.imported("SearchSettings", "t2t_lite.decoding.search")
+    except (ImportError, AttributeError):
+        SearchSettings = None  # an older checkout, before the settings were one value
 
     model = no_eos_model(shape)
     extra_length = OUTPUT_LENGTH - SOURCE_LENGTH  # the limit is input length + extra_length
     inputs = tf.constant(sources)
 
+    def searched(step_model, x, beam):
+        if SearchSettings is None:  # older checkouts: search(model, inputs, beam_size, alpha,
+            return search(step_model, x, beam, 0.6, extra_length)  # extra_length, ...)
+        return search(step_model, x, SearchSettings(beam, 0.6, extra_length))
+
     def decoder(step_model, jit_compile, beam):
-        function = tf.function(
-            lambda x: search(step_model, x, beam, 0.6, extra_length), jit_compile=jit_compile)
+        function = tf.function(lambda x: searched(step_model, x, beam), jit_compile=jit_compile)
         return lambda: function(inputs)[0].numpy()
 
     decoders = {}

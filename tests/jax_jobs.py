@@ -55,7 +55,32 @@ def gradients(config, arrays):
 def translate(config, arrays):
     """The n best of each source line (symbols) by the JAX translator, at each (beam_size,
     alpha) of config["settings"]: texts as one JSON string, scores as arrays."""
-    model = load(config)
+    return translations(load(config), config)
+
+
+def ensemble(config, arrays):
+    """translate's results and the token log-probabilities of config["scored"] (source,
+    target) pairs, concatenated, of the ensemble of the models whose weights are
+    config["weights"] ("pair_" keys), of the first model with itself ("twice_") and of the first
+    model alone ("alone_")."""
+    from t2t_lite.decoding.ensemble import Ensemble
+
+    models = [load({**config, "weights": weights}) for weights in config["weights"]]
+    vocabulary = SymbolVocabulary(config["vocab_size"] - 2)
+    pairs = [[vocabulary.encode(text) for text in pair] for pair in config["scored"]]
+    results = {}
+    for name, model in [("pair", Ensemble(models)), ("twice", Ensemble([models[0]] * 2)),
+                        ("alone", models[0])]:
+        translator = JaxTranslator(model, vocabulary, model.hparams, config["batch_size"])
+        log_probs = translator.score_tokens([s for s, _ in pairs], [t for _, t in pairs])
+        results.update({f"{name}_{key}": value
+                        for key, value in translations(model, config).items()})
+        results[f"{name}_log_probs"] = np.concatenate(log_probs)
+    return results
+
+
+def translations(model, config):
+    """translate's results for `model` (a Transformer or an Ensemble)."""
     vocabulary = SymbolVocabulary(config["vocab_size"] - 2)
     sources = config["sources"]
     texts, results = {}, {}
@@ -101,7 +126,8 @@ def data_parallel(config, arrays):
     return results
 
 
-JOBS = {"gradients": gradients, "translate": translate, "data_parallel": data_parallel}
+JOBS = {"gradients": gradients, "translate": translate, "ensemble": ensemble,
+        "data_parallel": data_parallel}
 
 if __name__ == "__main__":
     job, in_path, out_path = sys.argv[1:]

@@ -12,7 +12,7 @@ import pytest
 from t2t_lite.config import EOS_ID, HParams
 from t2t_lite.data.vocabulary import SymbolVocabulary
 from t2t_lite.decoding.attention import attention_weights
-from t2t_lite.backends.tensorflow.translator import Translator
+from t2t_lite.backends.tensorflow.translator import TensorFlowTranslator
 from t2t_lite.models.transformer import create_model
 from t2t_lite.utils.errors import UserError
 
@@ -26,7 +26,8 @@ def translator():
     """A random post-norm model, 2 + 2 layers of 4 heads, that batches 2 pairs at a time."""
     hparams = HParams(num_encoder_layers=2, num_decoder_layers=2, d_model=32, d_ff=64,
                       num_heads=4, dropout=0.0)
-    return Translator(create_model(hparams, VOCABULARY.size), VOCABULARY, hparams, batch_size=2)
+    return TensorFlowTranslator(create_model(hparams, VOCABULARY.size), VOCABULARY, hparams,
+                                batch_size=2)
 
 
 @pytest.fixture(scope="module")

@@ -21,9 +21,11 @@ from t2t_lite.cli import decoder, exporter
 from t2t_lite.config import EOS_ID, PAD_ID, HParams
 from t2t_lite.data.vocabulary import SentencePieceVocabulary, SymbolVocabulary
 from t2t_lite.decoding.ctranslate2_translator import CTranslate2Translator
-from t2t_lite.backends.tensorflow.translator import Translator
+from t2t_lite.backends.tensorflow.translator import TensorFlowTranslator
 from t2t_lite.export import ctranslate2 as ctranslate2_export
 from t2t_lite.models.transformer import Transformer
+
+pytestmark = pytest.mark.ctranslate2
 
 SOURCES = ["1 2 3", "", "7 7 0 5 1 2", "4", "9 8 7 6 5 4 3 2", " ".join(["3"] * 80), "6 2"]
 WORDS = "über Straße Öl café naïve 東京 the house is small grün schnell".split()
@@ -41,7 +43,7 @@ def t2t_lite_greedy(model, vocabulary, token_lists, extra_length):
     ids = np.zeros((len(token_lists), max(map(len, token_lists))), "int32")
     for row, tokens in zip(ids, token_lists):
         row[: len(tokens)] = tokens
-    translator = Translator(model, vocabulary, hparams)
+    translator = TensorFlowTranslator(model, vocabulary, hparams)
     outputs = translator.translate_ids(ids)["outputs"].numpy()
     return [[i for i in row if i != PAD_ID] for row in outputs]
 
@@ -143,7 +145,7 @@ def test_pad_is_never_output_even_by_a_model_that_prefers_it(tmp_path):
     path = str(tmp_path / "model")
     ctranslate2_export.save(model, vocabulary, path)
     sources = ["1 2 3", "4", "5 6"]
-    expected = Translator(model, vocabulary, hparams).translate(sources)
+    expected = TensorFlowTranslator(model, vocabulary, hparams).translate(sources)
     assert all(t.text for t in expected)
     engine = CTranslate2Translator(path, vocabulary, hparams).translate(sources)
     assert [t.text for t in engine] == [t.text for t in expected]
@@ -164,7 +166,7 @@ def test_a_minimum_length_gives_the_same_outputs_and_the_models_scores(tmp_path,
     for beam_size in (1, 4):
         hparams = model.hparams.replace(beam_size=beam_size, extra_length=4,
                                         min_length=min_length)
-        expected = Translator(model, vocabulary, hparams).translate(sources)
+        expected = TensorFlowTranslator(model, vocabulary, hparams).translate(sources)
         assert all(len(t.text.split()) >= min_length for t in expected)
         assert_same_translations(CTranslate2Translator(path, vocabulary, hparams)
                                  .translate(sources), expected)

@@ -18,8 +18,8 @@ from t2t_lite import registry
 from t2t_lite.config import EOS_ID, PAD_ID, HParams
 from t2t_lite.data.vocabulary import SymbolVocabulary, strip_ids
 from t2t_lite.decoding.decode import decode_file
-from t2t_lite.decoding.search import _top_k, beam_search, search
-from t2t_lite.backends.tensorflow.translator import Translator
+from t2t_lite.decoding.search import SearchSettings, _top_k, beam_search, search
+from t2t_lite.backends.tensorflow.translator import TensorFlowTranslator
 from t2t_lite.decoding.visible_ending import blank_ids
 from t2t_lite.models.transformer import Transformer
 
@@ -83,7 +83,8 @@ def test_a_beam_wide_enough_finds_the_exhaustive_search_best(alpha):
     set must be the exact top 27 of all 3^4 + 40 possible hypotheses, in order."""
     model = random_model(vocab_size=5)
     inputs = padded([[2, 3], [4]])
-    ids, scores = beam_search(model, inputs, beam_size=27, alpha=alpha, extra_length=1)
+    ids, scores = beam_search(model, inputs,
+                              SearchSettings(beam_size=27, alpha=alpha, extra_length=1))
     for row in range(len(inputs)):
         expected = exhaustive_search(model, inputs[row], alpha, extra_length=1, top=27)
         assert_same_hypotheses(hypotheses(ids[row], scores[row]), expected)
@@ -97,7 +98,7 @@ def test_the_decoders_n_best_are_the_k_best_of_an_exhaustive_search(tmp_path):
     model = random_model(vocab_size=5, seed=6, rare_eos=True)
     vocabulary = SymbolVocabulary(3)
     hparams = HParams(beam_size=27, alpha=0.6, extra_length=1)
-    translator = Translator(model, vocabulary, hparams, batch_size=2)
+    translator = TensorFlowTranslator(model, vocabulary, hparams, batch_size=2)
     sources, k = ["0 1", "", "2", "1 1", "0"], 5
     decode_file(translator, registry.problem("algorithmic_copy"), sources, "sources.txt",
                 output_path=str(tmp_path / "n_best"), n_best=k)
@@ -124,9 +125,10 @@ def test_a_minimum_length_is_searched_exactly(min_length):
     reference's, and the rule changes what the search finds (without it, outputs end early)."""
     model = eos_prone_model(vocab_size=5, seed=3)
     inputs = padded([[2, 3], [4]])
-    ids, scores = beam_search(model, inputs, 27, 0.6, 1, min_length=min_length)
-    greedy_ids, greedy_scores = search(model, inputs, 1, 0.6, 1, min_length=min_length)
-    unconstrained, _ = search(model, inputs, 1, 0.6, 1)
+    ids, scores = beam_search(model, inputs, SearchSettings(27, 0.6, 1, min_length=min_length))
+    greedy_ids, greedy_scores = search(model, inputs,
+                                       SearchSettings(1, 0.6, 1, min_length=min_length))
+    unconstrained, _ = search(model, inputs, SearchSettings(1, 0.6, 1))
     for row in range(len(inputs)):
         expected = exhaustive_search(model, inputs[row], 0.6, 1, 27, min_length)
         assert_same_hypotheses(hypotheses(ids[row], scores[row]), expected)
@@ -146,9 +148,10 @@ def test_a_non_empty_input_never_gets_an_empty_output_by_default():
     for beam_size in (1, 4):
         hparams = HParams(beam_size=beam_size, extra_length=3)
         assert hparams.min_length == 1
-        translated = Translator(model, vocabulary, hparams).translate(sources)
+        translated = TensorFlowTranslator(model, vocabulary, hparams).translate(sources)
         assert all(t.text for t in translated)
-        empty = Translator(model, vocabulary, hparams.replace(min_length=0)).translate(sources)
+        empty = TensorFlowTranslator(model, vocabulary,
+                                     hparams.replace(min_length=0)).translate(sources)
         assert sum(not t.text for t in empty) >= 3
 
 
@@ -189,7 +192,8 @@ def test_no_output_ends_right_after_a_token_that_shows_no_text(constraint):
     vocabulary = BlankFirstSymbols(3)
     assert blank_ids(vocabulary) == (2,)
     inputs = padded([[2, 3], [4]])
-    ids, scores = beam_search(model, inputs, 27, 0.6, 1, constraint, min_length=1, blank=(2,))
+    ids, scores = beam_search(model, inputs, SearchSettings(27, 0.6, 1, min_length=1), constraint,
+                              blank=(2,))
     for row in range(len(inputs)):
         expected = [(sequence, score) for sequence, score
                     in exhaustive_search(model, inputs[row], 0.6, 1, 10**4, min_length=1)
@@ -200,17 +204,18 @@ def test_no_output_ends_right_after_a_token_that_shows_no_text(constraint):
         assert_same_hypotheses(found, expected)
     if constraint is not None:
         return
-    greedy_ids, greedy_scores = search(model, inputs, 1, 0.6, 1, min_length=1, blank=(2,))
+    greedy_ids, greedy_scores = search(model, inputs, SearchSettings(1, 0.6, 1, min_length=1),
+                                       blank=(2,))
     for row in range(len(inputs)):
         sequence, score = reference_greedy_search(model, inputs[row], 0.6, 1, 1, blank=(2,))
         assert as_sequence(greedy_ids[row]) == sequence
         assert float(greedy_scores[row]) == pytest.approx(score, rel=1e-4, abs=1e-5)
     for beam_size in (1, 4):
-        without_rule, _ = search(model, inputs, beam_size, 0.6, 1, min_length=1)
+        without_rule, _ = search(model, inputs, SearchSettings(beam_size, 0.6, 1, min_length=1))
         assert [as_sequence(row) for row in ops.convert_to_numpy(without_rule)] == [
             (2, EOS_ID), (2, EOS_ID)]
-        translated = Translator(model, vocabulary, HParams(beam_size=beam_size, alpha=0.6,
-                                                           extra_length=1)).translate(["0 1", "2"])
+        translated = TensorFlowTranslator(model, vocabulary, HParams(
+            beam_size=beam_size, alpha=0.6, extra_length=1)).translate(["0 1", "2"])
         assert all(t.text for t in translated)
 
 
@@ -218,8 +223,9 @@ def test_a_file_of_many_batch_shapes_traces_the_search_once():
     """Length-sorted batches of a file come in several [batch, length] shapes; the search must
     be traced into a graph once for all of them, not once per shape (tracing is most of the
     first translation's time). The same for the n-best search."""
-    translator = Translator(random_model(vocab_size=8, seed=2), SymbolVocabulary(6),
-                            HParams(beam_size=3, alpha=0.6, extra_length=2), batch_size=2)
+    translator = TensorFlowTranslator(random_model(vocab_size=8, seed=2), SymbolVocabulary(6),
+                                      HParams(beam_size=3, alpha=0.6, extra_length=2),
+                                      batch_size=2)
     token_lists = [[2 + i % 6] * length for i, length in enumerate([1, 5, 2, 7, 3, 3, 9])]
     translator.translate_tokens(token_lists)  # batches of 2x2, 2x3, 2x7 and 1x9 ids
     assert translator._search.experimental_get_tracing_count() == 1
@@ -235,7 +241,7 @@ def test_narrow_beam_equals_the_plain_reference_beam_search(alpha, vocab_size, e
     a large vocabulary takes the two-stage top-k."""
     model = random_model(vocab_size, seed=1, rare_eos=True)
     inputs = padded([[2, 3, 4, 5], [6], [3, 3]])
-    ids, scores = beam_search(model, inputs, 3, alpha, extra_length)
+    ids, scores = beam_search(model, inputs, SearchSettings(3, alpha, extra_length))
     for row in range(len(inputs)):
         expected = reference_beam_search(model, inputs[row], 3, alpha, extra_length)
         assert_same_hypotheses(hypotheses(ids[row], scores[row]), expected)
@@ -253,7 +259,8 @@ def test_two_stage_top_k_equals_top_k(width):
 def test_finished_hypotheses_are_frozen_at_eos_and_scored_as_they_are():
     model = random_model(vocab_size=6, seed=2)
     inputs = padded([[2, 3, 4], [5, 2]])
-    ids, scores = (x.numpy() for x in beam_search(model, inputs, 4, 0.6, extra_length=6))
+    ids, scores = (x.numpy() for x in beam_search(model, inputs,
+                                                  SearchSettings(4, 0.6, extra_length=6)))
     ended = 0
     for row in range(len(inputs)):
         for beam in ids[row]:
@@ -270,9 +277,10 @@ def test_a_batch_gives_the_same_results_as_each_example_alone():
     model = random_model(vocab_size=9, seed=3)
     rows = [[2, 3, 4, 5, 6, 7], [8], [4, 4, 4], [5, 6]]
     for beam_size in (1, 4):
-        batch_ids, batch_scores = search(model, padded(rows), beam_size, 0.6, extra_length=4)
+        settings = SearchSettings(beam_size, 0.6, extra_length=4)
+        batch_ids, batch_scores = search(model, padded(rows), settings)
         for i, row in enumerate(rows):
-            ids, score = search(model, padded([row]), beam_size, 0.6, extra_length=4)
+            ids, score = search(model, padded([row]), settings)
             assert as_sequence(batch_ids[i]) == as_sequence(ids[0])
             np.testing.assert_allclose(batch_scores[i], score[0], rtol=1e-5)
 
@@ -280,7 +288,7 @@ def test_a_batch_gives_the_same_results_as_each_example_alone():
 def test_beam_size_one_is_greedy_search():
     model = random_model(vocab_size=8, seed=4)
     inputs = padded([[2, 3, 4], [7, 7], [5]])
-    ids, scores = search(model, inputs, beam_size=1, alpha=0.6, extra_length=6)
+    ids, scores = search(model, inputs, SearchSettings(beam_size=1, alpha=0.6, extra_length=6))
     for row in range(len(inputs)):
         expected = reference_greedy_search(model, inputs[row], 0.6, extra_length=6)
         assert_same_hypotheses([(as_sequence(ids[row]), scores[row])], [expected])
@@ -289,8 +297,9 @@ def test_beam_size_one_is_greedy_search():
 def test_search_compiles_with_xla_to_the_same_results():
     model = random_model(vocab_size=9, seed=5, rare_eos=True)
     inputs = padded([[2, 3, 4, 5], [8, 2]])
-    compiled = tf.function(lambda x: beam_search(model, x, 3, 0.6, 5), jit_compile=True)
-    eager_ids, eager_scores = beam_search(model, inputs, 3, 0.6, 5)
+    settings = SearchSettings(3, 0.6, 5)
+    compiled = tf.function(lambda x: beam_search(model, x, settings), jit_compile=True)
+    eager_ids, eager_scores = beam_search(model, inputs, settings)
     xla_ids, xla_scores = compiled(inputs)
     np.testing.assert_array_equal(xla_ids, eager_ids)
     np.testing.assert_allclose(xla_scores, eager_scores, rtol=1e-5)
@@ -312,10 +321,11 @@ def trained_model(trained_reverse):
 def test_cached_and_uncached_decoding_agree_on_the_trained_model(trained_reverse, trained_model):
     inputs = dev_inputs(trained_reverse)
     extra_length = trained_reverse.runner.hparams.extra_length
-    uncached = tf.function(lambda x, k: search(UncachedDecoder(trained_model), x, k, 0.6,
-                                               extra_length))
+    uncached = tf.function(lambda x, k: search(UncachedDecoder(trained_model), x,
+                                               SearchSettings(k, 0.6, extra_length)))
     for beam_size in (1, 4):
-        cached_ids, cached_scores = search(trained_model, inputs, beam_size, 0.6, extra_length)
+        cached_ids, cached_scores = search(trained_model, inputs,
+                                           SearchSettings(beam_size, 0.6, extra_length))
         uncached_ids, uncached_scores = uncached(inputs, beam_size)
         np.testing.assert_array_equal(cached_ids, uncached_ids)
         np.testing.assert_allclose(cached_scores, uncached_scores, rtol=1e-4)
@@ -327,7 +337,7 @@ def test_cached_and_uncached_decoding_agree_on_the_trained_model(trained_reverse
 
 def test_beam_search_equals_the_reference_on_the_trained_model(trained_reverse, trained_model):
     inputs = dev_inputs(trained_reverse, count=4)
-    ids, scores = beam_search(trained_model, inputs, 4, 0.6, extra_length=10)
+    ids, scores = beam_search(trained_model, inputs, SearchSettings(4, 0.6, extra_length=10))
     for row in range(len(inputs)):
         expected = reference_beam_search(trained_model, inputs[row], 4, 0.6, extra_length=10)
         assert_same_hypotheses(hypotheses(ids[row], scores[row]), expected)

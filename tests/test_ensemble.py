@@ -16,7 +16,7 @@ from reference_decoding import as_sequence, exhaustive_search, reference_greedy_
 from t2t_lite.config import EOS_ID, PAD_ID, HParams
 from t2t_lite.decoding.ensemble import Ensemble
 from t2t_lite.decoding.scoring import token_log_probs
-from t2t_lite.decoding.search import beam_search, greedy_search
+from t2t_lite.decoding.search import SearchSettings, beam_search, greedy_search
 from t2t_lite.models.transformer import Transformer
 
 pytestmark = pytest.mark.filterwarnings("ignore:You are using a softmax over axis -1")
@@ -74,8 +74,9 @@ def test_an_ensemble_of_two_models_is_searched_exactly(alpha):
     models = [random_model(0), random_model(1)]
     ensemble, reference = Ensemble(models), GeometricMean(models)
     inputs = np.array([[2, 3, EOS_ID], [4, EOS_ID, PAD_ID]], "int32")
-    ids, scores = beam_search(ensemble, inputs, beam_size=27, alpha=alpha, extra_length=1)
-    greedy_ids, greedy_scores = greedy_search(ensemble, inputs, 1, alpha)
+    ids, scores = beam_search(ensemble, inputs,
+                              SearchSettings(beam_size=27, alpha=alpha, extra_length=1))
+    greedy_ids, greedy_scores = greedy_search(ensemble, inputs, SearchSettings(1, alpha, 1))
     for row in range(len(inputs)):
         expected = exhaustive_search(reference, inputs[row], alpha, extra_length=1, top=27)
         found = [as_sequence(hypothesis) for hypothesis in ops.convert_to_numpy(ids[row])]
@@ -114,8 +115,8 @@ def test_the_decoder_ensembles_model_dirs_and_refuses_what_it_cannot(trained_rev
     (other / "problem.json").write_text(json.dumps({**record, "problem": "test_short_reverse_12"}))
     for flags, message in [
         ([], f"{other} has another vocabulary than {model_dir}: an ensemble averages"),
-        (["--engine=ctranslate2"], "an ensemble (several --model_dir) needs the tensorflow "
-         "engine: CTranslate2 has no ensembles"),
+        (["--engine=ctranslate2"], "an ensemble (several --model_dir) needs the tensorflow or "
+         "jax engine: CTranslate2 has no ensembles"),
         (["--with_alignments"], "--with_alignments explains one model: pass one --model_dir"),
         ([f"--attention_dir={tmp_path}/a"], "--attention_dir explains one model"),
         ([f"--checkpoint_path={model_dir}/ckpt-800"], "--checkpoint_path names one model's "

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from t2t_lite import cli
+from t2t_lite.cli import console
 from t2t_lite.export.versions import new_version
 from t2t_lite.utils.files import (
     locked_temporary_directory,
@@ -33,7 +33,7 @@ def test_an_atomic_write_that_fails_names_the_file_not_its_temporary(tmp_path):
         resource.setrlimit(resource.RLIMIT_FSIZE, limits)
         signal.signal(signal.SIGXFSZ, previous_handler)
     assert error.value.filename == str(path) and error.value.strerror == "File too large"
-    assert cli._one_line(error.value).startswith(f"{path}: File too large: check that path")
+    assert console._one_line(error.value).startswith(f"{path}: File too large: check that path")
     assert os.listdir(tmp_path) == []
 
 

@@ -1,7 +1,8 @@
 """Keras's JAX backend against TensorFlow's, on the same weights: logits, loss and gradients of a
-batch; the JAX translator's beam search, greedy search and n-best lists against the TensorFlow
-translator's and the exhaustive search. The JAX side runs in a subprocess without TensorFlow
-(tests/jax_jobs.py), given the weights as a Keras .weights.h5 file."""
+batch; the JAX translator's beam search, greedy search and n-best lists, of a model and of an
+ensemble, against the TensorFlow translator's and the exhaustive search. The JAX side runs in a
+subprocess without TensorFlow (tests/jax_jobs.py), given the weights as a Keras .weights.h5
+file."""
 
 import json
 import os
@@ -13,27 +14,32 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from reference_decoding import exhaustive_search
-from test_decoding import eos_prone_model, padded
+from test_decoding import eos_prone_model, padded, random_model
+from test_ensemble import GeometricMean
 
 from t2t_lite.config import HParams
 from t2t_lite.data.vocabulary import SymbolVocabulary
-from t2t_lite.backends.tensorflow.translator import Translator
+from t2t_lite.decoding.ensemble import Ensemble
+from t2t_lite.backends.tensorflow.translator import TensorFlowTranslator
 from t2t_lite.models.transformer import create_model
 from t2t_lite.training.loss import batch_statistics
 
 pytestmark = pytest.mark.filterwarnings("ignore:You are using a softmax over axis -1")
+pytestmark = [pytestmark, pytest.mark.jax, pytest.mark.slow]  # a JAX subprocess each: 30-70 s
 JOBS = os.path.join(os.path.dirname(__file__), "jax_jobs.py")
 
 
 def on_jax(job, tmp_path, model, config=None, devices=1, **arrays):
-    """The results of tests/jax_jobs.py's `job` on `model`'s weights (if a model), run on JAX
-    with `devices` CPU devices."""
+    """The results of tests/jax_jobs.py's `job` on `model`'s weights (if a model; a list of
+    models: the weights of each, as a list), run on JAX with `devices` CPU devices."""
     config = dict(config or {})
     if model is not None:
-        weights = str(tmp_path / "model.weights.h5")
-        model.save_weights(weights)
-        config.update(hparams=model.hparams.to_dict(), vocab_size=model.vocab_size,
-                      weights=weights)
+        models = model if isinstance(model, list) else [model]
+        weights = [str(tmp_path / f"model{i or ''}.weights.h5") for i in range(len(models))]
+        for each, path in zip(models, weights):
+            each.save_weights(path)
+        config.update(hparams=models[0].hparams.to_dict(), vocab_size=models[0].vocab_size,
+                      weights=weights if isinstance(model, list) else weights[0])
     np.savez(tmp_path / "in.npz", config=json.dumps(config), **arrays)
     result = subprocess.run(
         [sys.executable, JOBS, job, str(tmp_path / "in.npz"), str(tmp_path / "out.npz")],
@@ -90,8 +96,8 @@ def test_jax_search_equals_tensorflow_and_the_exhaustive_search(tmp_path):
     for beam_size, alpha, n in settings:
         key = f"{beam_size}_{alpha}_{n}"
         hparams = model.hparams.replace(beam_size=beam_size, alpha=alpha, extra_length=1)
-        expected = Translator(model, vocabulary, hparams, batch_size=2).translate_n_best(
-            tokens, n)
+        expected = TensorFlowTranslator(model, vocabulary, hparams,
+                                        batch_size=2).translate_n_best(tokens, n)
         assert texts[key] == [[t.text for t in line] for line in expected], key
         np.testing.assert_allclose(on[f"scores_{key}"], [[t.score for t in line]
                                                         for line in expected],
@@ -103,6 +109,52 @@ def test_jax_search_equals_tensorflow_and_the_exhaustive_search(tmp_path):
                                              min_length=1)
                     assert line == [vocabulary.decode(sequence) for sequence, _ in best]
     assert len({tuple(line) for line in texts["27_1.0_5"]}) > 2  # the lists differ by line
+
+
+def test_jax_ensembles_equal_tensorflow_and_the_exhaustive_search(tmp_path):
+    """Two random models as one ensemble (decoding.ensemble) on JAX: greedy and beam-4
+    translations and a 27-wide beam's 5-best lists, with their scores, are the TensorFlow
+    ensemble's, and the 5-best the exact 5 best under the models' averaged distribution (3
+    symbols, limits of at most 4 tokens); its token log-probabilities of given targets are
+    TensorFlow's. The ensemble of the first model with itself translates and scores as that
+    model alone, and the pair not as either model alone."""
+    models = [random_model(5, seed=0), random_model(5, seed=1)]
+    vocabulary = SymbolVocabulary(3)
+    sources = ["0 1", "", "2", "1 1", "0", "2 2"]
+    scored = [["0 1", "1 0"], ["2", "2 2 1"], ["1 1", "0"], ["2 2", ""]]
+    settings = [(1, 0.6, 1), (4, 0.6, 1), (27, 0.0, 5), (27, 1.0, 5)]
+    on = on_jax("ensemble", tmp_path, models,
+                {"sources": sources, "settings": settings, "batch_size": 2, "scored": scored,
+                 "decoding": {"extra_length": 1}})
+    texts = {name: json.loads(str(on[f"{name}_texts"])) for name in ("pair", "twice", "alone")}
+    tokens = [vocabulary.encode(s) for s in sources]
+    ensemble, reference = Ensemble(models), GeometricMean(models)
+    for beam_size, alpha, n in settings:
+        key = f"{beam_size}_{alpha}_{n}"
+        hparams = models[0].hparams.replace(beam_size=beam_size, alpha=alpha, extra_length=1)
+        expected = TensorFlowTranslator(ensemble, vocabulary, hparams,
+                                        batch_size=2).translate_n_best(tokens, n)
+        assert texts["pair"][key] == [[t.text for t in line] for line in expected], key
+        np.testing.assert_allclose(on[f"pair_scores_{key}"], [[t.score for t in line]
+                                                             for line in expected],
+                                   rtol=1e-5, atol=1e-5, err_msg=key)
+        assert texts["twice"][key] == texts["alone"][key], key
+        np.testing.assert_allclose(on[f"twice_scores_{key}"], on[f"alone_scores_{key}"],
+                                   rtol=1e-5, atol=1e-5, err_msg=key)
+        if beam_size == 27:
+            for source, line in zip(tokens, texts["pair"][key]):
+                if source:
+                    best = exhaustive_search(reference, padded([source])[0], alpha, 1, top=n,
+                                             min_length=1)
+                    assert line == [vocabulary.decode(sequence) for sequence, _ in best]
+    assert texts["pair"]["27_1.0_5"] != texts["alone"]["27_1.0_5"]
+    pairs = [[vocabulary.encode(text) for text in pair] for pair in scored]
+    expected = TensorFlowTranslator(ensemble, vocabulary, models[0].hparams).score_tokens(
+        [s for s, _ in pairs], [t for _, t in pairs])
+    np.testing.assert_allclose(on["pair_log_probs"], np.concatenate(expected), rtol=1e-5,
+                               atol=1e-5)
+    np.testing.assert_allclose(on["twice_log_probs"], on["alone_log_probs"], rtol=1e-5,
+                               atol=1e-5)
 
 
 def test_the_trained_models_translations_are_the_same_on_jax(trained_reverse, tmp_path):

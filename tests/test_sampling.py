@@ -15,7 +15,7 @@ from keras import ops
 from t2t_lite.config import EOS_ID, PAD_ID
 from t2t_lite.decoding.sampling import Sampling
 from t2t_lite.decoding.scoring import target_score
-from t2t_lite.decoding.search import greedy_search
+from t2t_lite.decoding.search import SearchSettings, greedy_search
 
 SOURCES = ["1 2 3", "4 5 6 7 0", "9 8 7 6 5 4 3 2", "", "6 2", "5", "3 3 3 1 1 1 2 2",
            "0 9 1 8 2 7", "7 7", "4 0 4 0 4"]
@@ -105,7 +105,8 @@ def test_sample_frequencies_match_the_known_distribution(sampling, as_tensors):
         ops.convert_to_tensor(sampling.top_k, "int32"),
         ops.convert_to_tensor(sampling.top_p, "float32"),
         ops.convert_to_tensor(sampling.temperature, "float32"))
-    ids, scores = greedy_search(model, inputs, 0, 0.0, None, settings, uniforms)
+    ids, scores = greedy_search(model, inputs, SearchSettings(1, 0.0, 0, sampling=settings),
+                                uniforms=uniforms)
     ids, scores = ops.convert_to_numpy(ids), ops.convert_to_numpy(scores)
     outputs = [tuple(int(t) for t in row if t != PAD_ID) for row in ids]
     expected = exact_output_probabilities(LOGITS, sampling, 3)
@@ -229,8 +230,8 @@ def test_the_decoder_writes_n_samples_per_line_and_the_same_on_stdin(
     (["--sampling_temperature=0"], "--sampling_temperature must be positive, got 0.0"),
     (["--sampling_topk=-2"], "--sampling_topk must be 0 (the whole vocabulary) or positive"),
     (["--sampling_topk=2", "--random_seed=-1"], "--random_seed must be in [0, 2**32), got -1"),
-    (["--engine=ctranslate2", "--n_best=2"], "--n_best needs the tensorflow engine, unless "
-     "sampling: CTranslate2's beam stops at the first hypotheses to end"),
+    (["--engine=ctranslate2", "--n_best=2"], "--n_best needs the tensorflow or jax engine, "
+     "unless sampling: CTranslate2's beam stops at the first hypotheses to end"),
 ])
 def test_sampling_mistakes_are_one_line_errors(trained_reverse, tmp_path, capsys, flags,
                                                message):

@@ -12,7 +12,7 @@ from reference_decoding import sequence_scores
 from test_decoding import padded, random_model
 
 from t2t_lite.config import EOS_ID
-from t2t_lite.decoding.search import search
+from t2t_lite.decoding.search import SearchSettings, search
 from t2t_lite.problems.tree_constraint import TreeConstraint
 from t2t_lite.problems.tree_vocabulary import CLOSE, OPEN, OTHER, TAG
 
@@ -49,7 +49,8 @@ def test_constrained_beam_search_finds_the_best_valid_tree_of_a_random_model(alp
     extra_length = 4
     constraint = TreeConstraint(TOY)
     for beam_size in (1, 3, 16):
-        ids, scores = search(model, inputs, beam_size, alpha, extra_length, constraint)
+        ids, scores = search(model, inputs, SearchSettings(beam_size, alpha, extra_length),
+                             constraint)
         for row, words in enumerate((2, 3)):
             sequence = tuple(int(i) for i in np.asarray(ids[row]) if i)
             sequence = sequence[: sequence.index(EOS_ID) + 1] if EOS_ID in sequence else sequence
@@ -59,7 +60,7 @@ def test_constrained_beam_search_finds_the_best_valid_tree_of_a_random_model(alp
                                                                             repeat=n)
              if is_tree(s + (EOS_ID,), 2)]
     best = max(zip(sequence_scores(model, inputs[0], valid, alpha), valid))
-    ids, scores = search(model, inputs, 16, alpha, extra_length, constraint)
+    ids, scores = search(model, inputs, SearchSettings(16, alpha, extra_length), constraint)
     assert tuple(int(i) for i in np.asarray(ids[0])[: len(best[1])]) == best[1]
     np.testing.assert_allclose(float(scores[0]), best[0], rtol=1e-5)
 
@@ -128,7 +129,8 @@ def test_the_tag_dictionary_rule_equals_brute_force(seed):
         assert 0 < len(valid) < len(candidates)  # the rule removes trees
         best = max(zip(sequence_scores(model, inputs[example], valid, 0.6), valid))
         for beam_size in (1, 4, 64):
-            ids, scores = search(model, inputs, beam_size, 0.6, extra_length, constraint)
+            ids, scores = search(model, inputs, SearchSettings(beam_size, 0.6, extra_length),
+                                 constraint)
             sequence = tuple(int(i) for i in np.asarray(ids[example]) if i)
             sequence = sequence[: sequence.index(EOS_ID) + 1]
             assert sequence in valid, (beam_size, sequence)
@@ -136,7 +138,8 @@ def test_the_tag_dictionary_rule_equals_brute_force(seed):
                 assert sequence == best[1]
                 np.testing.assert_allclose(float(scores[example]), best[0], rtol=1e-5)
     free = TreeConstraint(toy_with_dictionary(False))
-    assert not np.array_equal(*(np.asarray(search(model, inputs, 64, 0.6, extra_length, c)[0])
+    widest = SearchSettings(64, 0.6, extra_length)
+    assert not np.array_equal(*(np.asarray(search(model, inputs, widest, c)[0])
                                 for c in (constraint, free)))
 
 
@@ -173,7 +176,8 @@ def test_the_nesting_limits_equal_brute_force(seed, max_depth, max_opens_in_a_ro
     assert 0 < len(valid) < len(trees)
     best = max(zip(sequence_scores(model, inputs[0], valid, 0.6), valid))
     for beam_size in (1, 4, 64):
-        ids, scores = search(model, inputs, beam_size, 0.6, extra_length, limited)
+        ids, scores = search(model, inputs, SearchSettings(beam_size, 0.6, extra_length),
+                             limited)
         sequence = tuple(int(i) for i in np.asarray(ids[0]) if i)
         sequence = sequence[: sequence.index(EOS_ID) + 1]
         assert sequence in valid, (beam_size, sequence)

@@ -8,7 +8,7 @@ from t2t_lite.cli import flags
 
 def parse_args(argv):
     from t2t_lite.decoding.scoring import NORMALIZATIONS
-    from t2t_lite.export.engines import ENGINE_NAMES
+    from t2t_lite.export.engines import ENGINE_NAMES, make_engine, refusal
 
     parser = cli.ArgumentParser(prog="t2t-lite-decoder", description=__doc__)
     flags.add_model_flags(parser, ensemble=True)
@@ -91,9 +91,8 @@ def parse_args(argv):
         parser.error(f"--batch_size must be positive, got {args.batch_size}")
     if args.decode_reference and not args.decode_from_file:
         parser.error("--decode_reference needs --decode_from_file")
-    if args.attention_dir and args.engine == "ctranslate2":
-        parser.error("--attention_dir needs the tensorflow or jax engine (CTranslate2 does not "
-                     "return attention weights)")
+    if args.attention_dir and not make_engine(args.engine).capabilities.attention:
+        parser.error(refusal(args.engine, "attention", "--attention_dir"))
     if args.split and args.attention_dir:
         parser.error("--attention_dir is for the lines of --decode_from_file or stdin: drop it "
                      "or --split")
@@ -110,12 +109,15 @@ def parse_args(argv):
 def _check_sampling_ensembles_and_alignments(parser, args):
     """parser.error for the flags of sampling, ensembles and alignments that do not go
     together, or with other flags."""
-    from t2t_lite.decoding.ctranslate2_translator import N_BEST_NEEDS_TENSORFLOW
+    from t2t_lite.export.engines import make_engine, refusal
 
+    capabilities = make_engine(args.engine).capabilities
     sampling = [f"--{name}" for name in SAMPLING_FLAGS if getattr(args, name) is not None]
     if args.random_seed is not None and not sampling:
         parser.error("--random_seed seeds sampling: give --sampling_topk, --sampling_topp or "
                      "--sampling_temperature too")
+    if sampling and not capabilities.sampling:
+        parser.error(refusal(args.engine, "sampling", sampling[0]))
     if sampling and args.beam_size not in (None, 1):
         parser.error(f"{sampling[0]} draws each token instead of searching: drop --beam_size")
     if sampling and args.score:
@@ -125,9 +127,8 @@ def _check_sampling_ensembles_and_alignments(parser, args):
                       if getattr(args, flag)]
         if explaining:
             parser.error(f"{explaining[0]} explains one model: pass one --model_dir")
-        if args.engine != "tensorflow":
-            parser.error("an ensemble (several --model_dir) needs the tensorflow engine: "
-                         "CTranslate2 has no ensembles")
+        if not capabilities.ensembles:
+            parser.error(refusal(args.engine, "ensembles", "an ensemble (several --model_dir)"))
         if args.checkpoint_path:
             parser.error("--checkpoint_path names one model's checkpoint: with several "
                          "--model_dir, pass the directories to ensemble (e.g. MODEL_DIR/best)")
@@ -138,8 +139,8 @@ def _check_sampling_ensembles_and_alignments(parser, args):
     if args.with_alignments and args.split and not args.decode_to_file:
         parser.error("--with_alignments with --split writes them in OUT.tsv: give "
                      "--decode_to_file=OUT")
-    if (args.n_best or 1) > 1 and args.engine == "ctranslate2" and not sampling:
-        parser.error(N_BEST_NEEDS_TENSORFLOW)
+    if (args.n_best or 1) > 1 and not capabilities.n_best and not sampling:
+        parser.error(refusal(args.engine, "n_best", "--n_best", unless=", unless sampling"))
 
 
 SAMPLING_FLAGS = ("sampling_topk", "sampling_topp", "sampling_temperature")

@@ -31,10 +31,14 @@ from t2t_lite.decoding.translation import Translation
 from t2t_lite.utils.errors import UserError
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32")
+# Why this engine lacks what the in-process ones have (t2t_lite.export.engines' Capabilities).
 # CTranslate2's beam also holds beam_size hypotheses, but it stops once they have ended: they
 # are the first to end, often short, not the n best that t2t_lite's search keeps looking for.
-N_BEST_NEEDS_TENSORFLOW = ("--n_best needs the tensorflow engine, unless sampling: "
-                           "CTranslate2's beam stops at the first hypotheses to end")
+NO_N_BEST = "CTranslate2's beam stops at the first hypotheses to end"
+NO_ATTENTION = "CTranslate2 does not return attention weights"
+NO_ENSEMBLES = "CTranslate2 has no ensembles"
+NO_CONSTRAINTS = "CTranslate2 cannot run a constrained search (e.g. to well-formed trees)"
+N_BEST_NEEDS_SEARCH = f"--n_best needs the tensorflow or jax engine, unless sampling: {NO_N_BEST}"
 
 
 def import_ctranslate2():
@@ -91,7 +95,7 @@ class CTranslate2Translator:
         and the batch's first line number (line_numbers, default 1, 2, ...): the samples repeat
         with the same seed, inputs and batch size."""
         if not self.sampling and n > 1:
-            raise UserError(N_BEST_NEEDS_TENSORFLOW)
+            raise UserError(N_BEST_NEEDS_SEARCH)
         line_numbers = line_numbers or range(1, len(token_lists) + 1)
         rows = [list(tokens[: self.max_input_tokens]) for tokens in token_lists]
         results = [[Translation("", 0.0)] * n for _ in rows]

@@ -7,7 +7,7 @@ log-probabilities are averaged: the ensemble's distribution is the normalized ge
 of theirs, which the search's log-softmax renormalizes (an ensemble of a model with itself is
 that model). Written in keras.ops, behind the three methods the search calls on a model
 (t2t_lite.decoding.search), so that greedy and beam search, sampling and scoring run on it
-unchanged. The TensorFlow engine only: CTranslate2 has no ensembles.
+unchanged, on the TensorFlow and JAX engines (CTranslate2 has no ensembles).
 """
 
 from keras import ops
@@ -23,6 +23,16 @@ class Ensemble:
         self.models = tuple(models)
         self.hparams = self.models[0].hparams
         self.vocab_size = self.models[0].vocab_size
+
+    # The models' variables, each once (a model may be in it twice), as a Keras model lists
+    # them: the JAX engine compiles with their values as arguments (JaxTranslator._run).
+    @property
+    def trainable_variables(self):
+        return _each_once(v for model in self.models for v in model.trainable_variables)
+
+    @property
+    def non_trainable_variables(self):
+        return _each_once(v for model in self.models for v in model.non_trainable_variables)
 
     def encode(self, inputs):
         encoded = [model.encode(inputs) for model in self.models]
@@ -40,6 +50,11 @@ class Ensemble:
     def __call__(self, features, training=False):
         """The teacher-forced forward pass (scoring): averaged log-probabilities, [B, T, V]."""
         return _averaged([model(features, training=training) for model in self.models])
+
+
+def _each_once(variables):
+    """`variables` without repeats, in order (by identity: a variable's == is elementwise)."""
+    return list({id(variable): variable for variable in variables}.values())
 
 
 def _averaged(logits):

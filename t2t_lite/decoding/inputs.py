@@ -1,7 +1,8 @@
 """Preparing inputs for a search, in one place for both engines, the decoder and the attention
 path: token ids (without EOS) are truncated to max_length tokens with their EOS, batched by
 similar length so that little of the search is spent on padding, and PAD-padded. An empty input
-has the empty output. (The exported model does the same in-graph: Translator._translate.)
+has the empty output. (The exported model does the same in-graph:
+TensorFlowTranslator._translate.)
 """
 
 import itertools

@@ -29,6 +29,7 @@ Tokens it does not allow get probability 0 at that step, so beam search ranks on
 outputs; their scores stay the model's log-probabilities, not renormalized.
 """
 
+import dataclasses
 from typing import Any, NamedTuple
 
 import keras
@@ -40,21 +41,45 @@ from t2t_lite.decoding.sampling import sample_tokens
 _INVALID = -1e9  # log-probability of an impossible token or an empty beam slot
 
 
+@dataclasses.dataclass(frozen=True)
+class SearchSettings:
+    """How a search runs, as one value, so that no caller spells (and orders) them one by one:
+    the beam's width (1: greedy), GNMT's alpha, the output limit input length + extra_length,
+    the fewest tokens before EOS and, for greedy search only, how tokens are drawn (`sampling`:
+    a t2t_lite.decoding.sampling.Sampling, or scalar tensors of its top_k, top_p and
+    temperature; None takes the most probable token). Python values are static: each distinct
+    settings traces its own graph."""
+
+    beam_size: int
+    alpha: float
+    extra_length: int
+    min_length: int = 0
+    sampling: Any = None
+
+    @classmethod
+    def of(cls, hparams, sampling=None):
+        """The settings of the decoding hparams (beam_size, alpha, extra_length, min_length),
+        drawing by `sampling` if given."""
+        return cls(hparams.beam_size, hparams.alpha, hparams.extra_length, hparams.min_length,
+                   sampling)
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+
 def length_penalty(length, alpha):
     """((5 + length) / 6) ** alpha; alpha = 0 ranks hypotheses by log-probability alone."""
     return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
 
 
-def search(model, inputs, beam_size, alpha, extra_length, constraint=None, min_length=0,
-           blank=()):
+def search(model, inputs, settings, constraint=None, blank=(), uniforms=None):
     """inputs [B, S] (EOS-terminated, PAD-padded) -> (ids [B, S + extra_length], scores [B]):
     the best hypothesis of each example, by beam search, or greedy search when beam_size is 1
-    (as tensor2tensor does: a one-wide beam that sets finished hypotheses aside is not greedy)."""
-    if beam_size == 1:
-        return greedy_search(model, inputs, extra_length, alpha, constraint,
-                             min_length=min_length, blank=blank)
-    ids, scores = beam_search(model, inputs, beam_size, alpha, extra_length, constraint,
-                              min_length, blank)
+    (as tensor2tensor does: a one-wide beam that sets finished hypotheses aside is not greedy);
+    with settings.sampling, a sample of each, drawn by `uniforms` (see greedy_search)."""
+    if settings.beam_size == 1 or settings.sampling is not None:
+        return greedy_search(model, inputs, settings, constraint, blank, uniforms)
+    ids, scores = beam_search(model, inputs, settings, constraint, blank)
     return ids[:, 0], scores[:, 0]
 
 
@@ -133,13 +158,14 @@ class _BeamState(NamedTuple):
     constraint_state: Any
 
 
-def greedy_search(model, inputs, extra_length, alpha=0.0, constraint=None, sampling=None,
-                  uniforms=None, min_length=0, blank=()):
+def greedy_search(model, inputs, settings, constraint=None, blank=(), uniforms=None):
     """inputs [B, S] -> (ids [B, S + extra_length], scores [B]): the most probable token at each
-    step, or with `sampling` (a t2t_lite.decoding.sampling.Sampling) the token that
-    uniforms[:, step] draws (uniforms [B, S + extra_length] in [0, 1)); each row EOS-terminated
-    unless it reached its limit, then PAD-padded. Scores are the model's own log-probabilities
-    of the tokens, whatever distribution they were drawn from."""
+    step, or with settings.sampling the token that uniforms[:, step] draws (uniforms
+    [B, S + extra_length] in [0, 1)); each row EOS-terminated unless it reached its limit, then
+    PAD-padded. Scores are the model's own log-probabilities of the tokens, whatever
+    distribution they were drawn from. settings.beam_size is not used."""
+    alpha, extra_length, min_length = settings.alpha, settings.extra_length, settings.min_length
+    sampling = settings.sampling
     batch = ops.shape(inputs)[0]
     limits, max_length, cache = _start(model, inputs, extra_length)
     start = _GreedyState(
@@ -182,10 +208,10 @@ def greedy_search(model, inputs, extra_length, alpha=0.0, constraint=None, sampl
     return end.outputs, end.log_probs / length_penalty(ops.maximum(end.lengths, 1), alpha)
 
 
-def beam_search(model, inputs, beam_size, alpha, extra_length, constraint=None, min_length=0,
-                blank=()):
+def beam_search(model, inputs, settings, constraint=None, blank=()):
     """inputs [B, S] -> (ids [B, beam_size, S + extra_length], scores [B, beam_size]): the
-    beam_size best finished hypotheses of each example, best first (tensor2tensor's algorithm).
+    beam_size best finished hypotheses of each example, best first (tensor2tensor's algorithm),
+    by `settings` (a SearchSettings without sampling: a beam does not draw).
 
     Two sets per example: `alive` hypotheses, extended at every step by their beam_size best
     non-EOS continuations (all beams together), and `finished` ones, the best beam_size among
@@ -195,6 +221,10 @@ def beam_search(model, inputs, beam_size, alpha, extra_length, constraint=None, 
     falls, and the length penalty is at most that of the limit), so early stopping never
     changes the result.
     """
+    if settings.sampling is not None:
+        raise ValueError("beam search does not sample: use greedy_search")
+    beam_size, alpha, extra_length = settings.beam_size, settings.alpha, settings.extra_length
+    min_length = settings.min_length
     batch = ops.shape(inputs)[0]
     limits, max_length, cache = _start(model, inputs, extra_length)
     beam_limits = ops.repeat(limits, beam_size, axis=0)

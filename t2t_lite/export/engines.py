@@ -2,15 +2,22 @@
 exporter (`--format`) both choose from, as OpenNMT-tf's `make_exporter(name)` does.
 
 Each engine has an in-process translator and most a directory format: `tensorflow` translates
-with t2t_lite's own search (decoding.Translator) and exports it as a SavedModel; `jax` runs the
-same search on Keras's JAX backend (decoding.jax_translator; no export format: serve its
-checkpoints with the others); `ctranslate2` translates with CTranslate2 on a conversion cached
-in the model_dir and exports that conversion.
+with t2t_lite's own search (backends.tensorflow.translator.TensorFlowTranslator) and exports it
+as a SavedModel; `jax` runs the same search on Keras's JAX backend
+(backends.jax.translator.JaxTranslator; no export format: serve its checkpoints with the
+others); `ctranslate2` translates with CTranslate2 on a conversion cached in the model_dir and
+exports that conversion. Each declares what it can do (`capabilities`), so that the decoder asks
+the engine rather than its name.
 """
 
+import dataclasses
 import logging
 
 from t2t_lite.decoding.ctranslate2_translator import (
+    NO_ATTENTION,
+    NO_CONSTRAINTS,
+    NO_ENSEMBLES,
+    NO_N_BEST,
     QUANTIZATIONS,
     CTranslate2Translator,
     check_quantization,
@@ -75,6 +82,34 @@ class TrainedModel:
                                gone.path, self.checkpoint())
 
 
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What an engine can do: the beam's n best hypotheses (--n_best without sampling),
+    attention weights (--attention_dir), ensembles (several --model_dir), sampling, a problem's
+    constrained search (parsing's trees), and its --quantization values (none: float32 only).
+    `missing`: (capability, why this engine has it not) pairs, the reason its refusal gives."""
+
+    n_best: bool = True
+    attention: bool = True
+    ensembles: bool = True
+    sampling: bool = True
+    constrained_search: bool = True
+    quantizations: tuple = ()
+    missing: tuple = ()
+
+    def why_not(self, capability):
+        return dict(self.missing)[capability]
+
+
+def refusal(name, capability, wanted, unless=""):
+    """The one-line error for `wanted` (e.g. "--n_best") on the engine `name`, which has not
+    `capability`: the engines that have it (`unless`: when it is not needed, e.g. ", unless
+    sampling") and why this one has not."""
+    able = " or ".join(e.name for e in ENGINES if getattr(e.capabilities, capability))
+    return (f"{wanted} needs the {able} engine{unless}: "
+            f"{make_engine(name).capabilities.why_not(capability)}")
+
+
 def _check_backend(engine):
     backend = keras_backend()
     if backend != engine:
@@ -86,17 +121,18 @@ def _check_backend(engine):
 class TensorFlowEngine:
     name = "tensorflow"
     format = "saved_model"
-    quantizations = ()
+    capabilities = Capabilities()
 
     def translator(self, trained, hparams, batch_size=32, quantization=None, sampling=None):
         _check_backend(self.name)
         model = trained.model()  # first: restoring imports TensorFlow quietly
-        from t2t_lite.backends.tensorflow.translator import Translator  # TensorFlow: only when used
+        # TensorFlow: only when used.
+        from t2t_lite.backends.tensorflow.translator import TensorFlowTranslator
 
         constraint = trained.problem.search_constraint(trained.vocabulary)
-        return Translator(model, trained.vocabulary, hparams, batch_size, constraint,
-                          trained.problem.tf_postprocess(trained.vocabulary.in_graph()),
-                          sampling)
+        return TensorFlowTranslator(
+            model, trained.vocabulary, hparams, batch_size, constraint,
+            trained.problem.tf_postprocess(trained.vocabulary.in_graph()), sampling)
 
     def export(self, trained, hparams, export_dir, quantization=None):
         from t2t_lite.export import saved_model
@@ -107,7 +143,7 @@ class TensorFlowEngine:
 class JaxEngine:
     name = "jax"
     format = None
-    quantizations = ()
+    capabilities = Capabilities()
 
     def translator(self, trained, hparams, batch_size=32, quantization=None, sampling=None):
         _check_backend(self.name)
@@ -120,7 +156,11 @@ class JaxEngine:
 class CTranslate2Engine:
     name = "ctranslate2"
     format = "ctranslate2"
-    quantizations = QUANTIZATIONS
+    capabilities = Capabilities(
+        n_best=False, attention=False, ensembles=False, constrained_search=False,
+        quantizations=QUANTIZATIONS,
+        missing=(("n_best", NO_N_BEST), ("attention", NO_ATTENTION),
+                 ("ensembles", NO_ENSEMBLES), ("constrained_search", NO_CONSTRAINTS)))
 
     def translator(self, trained, hparams, batch_size=32, quantization="float32",
                    sampling=None):
@@ -128,10 +168,9 @@ class CTranslate2Engine:
 
         check_quantization(quantization)
         import_ctranslate2()
-        if trained.problem.search_constraint(trained.vocabulary) is not None:
-            raise UserError(f"{trained.problem.name} needs a constrained search (e.g. to well-"
-                            "formed trees), which CTranslate2 cannot run: use "
-                            "--engine=tensorflow")
+        if (not self.capabilities.constrained_search
+                and trained.problem.search_constraint(trained.vocabulary) is not None):
+            raise UserError(refusal(self.name, "constrained_search", trained.problem.name))
         longest = num_positions(trained.hparams) - hparams.max_length
         if hparams.extra_length > longest:
             raise UserError(f"--extra_length={hparams.extra_length} is too long for the "

@@ -1,6 +1,6 @@
-"""The exported model's scoring and sampling signatures, tf.functions over a Translator (its
-translating ones, `serving_default` and `translate_ids`, are the Translator's own methods, which
-in-process decoding runs too).
+"""The exported model's scoring and sampling signatures, tf.functions over a
+TensorFlowTranslator (its translating ones, `serving_default` and `translate_ids`, are the
+translator's own methods, which in-process decoding runs too).
 
   score(sources: tf.string [batch], targets: tf.string [batch])
     -> {scores: float32 [batch], token_log_probs: float32 [batch, length],
@@ -94,7 +94,6 @@ def signatures(translator):
                                     for ids in (sources, targets)), errors)
 
     def sample(inputs, seed, temperature, top_k, top_p):
-        settings = Settings(top_k, top_p, temperature)
         wrong = ~((temperature > 0) & (top_k >= 0) & (top_p > 0) & (top_p <= 1))
         errors = _first_error(
             tf.where(tf.fill(tf.shape(inputs), wrong), "expected temperature > 0, top_k >= 0 "
@@ -107,9 +106,9 @@ def signatures(translator):
         uniforms = tf.random.stateless_uniform(
             [tf.shape(tokens)[0], tf.shape(tokens)[1] + hparams.extra_length],
             seed=tf.stack([seed, tf.constant(0, tf.int64)]))
-        outputs, scores = greedy_search(translator.model, tokens, hparams.extra_length,
-                                        hparams.alpha, translator.constraint, settings, uniforms,
-                                        hparams.min_length, translator.blank)
+        drawn = translator.settings.replace(sampling=Settings(top_k, top_p, temperature))
+        outputs, scores = greedy_search(translator.model, tokens, drawn, translator.constraint,
+                                        translator.blank, uniforms)
         empty = lengths == 0
         outputs = tf.where(empty[:, None], PAD_ID, outputs)
         return {"outputs": translator.output_strings(texts, outputs),

@@ -1,5 +1,5 @@
-"""JaxTranslator: the Translator's Python interface (translate, n-best, sampling, scoring,
-attention) on the JAX backend, with no TensorFlow: the same keras.ops search
+"""JaxTranslator: the JAX engine's Translator (t2t_lite.decoding.translator: translate, n-best,
+sampling, scoring, attention), with no TensorFlow: the same keras.ops search
 (t2t_lite.decoding.search) compiled by jax.jit.
 
 The model's variables are arguments of the compiled function (keras.StatelessScope maps them,
@@ -17,12 +17,9 @@ import keras
 import numpy as np
 
 from t2t_lite.config import EOS_ID, PAD_ID
-from t2t_lite.decoding.alignment import pharaoh, resolve_layer
-from t2t_lite.decoding.inputs import length_batches, max_input_tokens, padded
 from t2t_lite.decoding.scoring import token_log_probs
 from t2t_lite.decoding.search import beam_search, greedy_search, search
-from t2t_lite.decoding.translation import n_best_translations
-from t2t_lite.decoding.visible_ending import blank_ids
+from t2t_lite.decoding.translator import Translator
 from t2t_lite.utils.errors import UserError
 
 _LENGTH_MULTIPLE = 8
@@ -43,23 +40,15 @@ def pad_batch(ids):
     return out
 
 
-class JaxTranslator:
-    """Translates with `model` (a Keras model on the JAX backend) and `vocabulary` by the
-    decoding hparams, as t2t_lite.backends.tensorflow.translator.Translator does (its docstring
-    says how); a problem's `constraint` and `sampling` as there."""
+class JaxTranslator(Translator):
+    """The Translator (t2t_lite.decoding.translator) of the JAX engine: `model` is a Keras
+    model on the JAX backend, or an ensemble of them (decoding.ensemble.Ensemble)."""
 
     def __init__(self, model, vocabulary, hparams, batch_size=32, constraint=None,
                  sampling=None):
         if keras.config.backend() != "jax":
             raise UserError("the jax engine needs Keras on JAX: set KERAS_BACKEND=jax")
-        self.model = model
-        self.vocabulary = vocabulary
-        self.hparams = hparams
-        self.batch_size = batch_size
-        self.max_input_tokens = max_input_tokens(hparams)
-        self.constraint = constraint
-        self.sampling = sampling
-        self.blank = blank_ids(vocabulary) if hparams.min_length >= 1 else ()
+        super().__init__(model, vocabulary, hparams, batch_size, constraint, sampling)
         self._compiled = {}
 
     def _run(self, name, function, *arrays):
@@ -80,82 +69,30 @@ class JaxTranslator:
                  [v.value for v in self.model.non_trainable_variables])
         return jax.tree.map(np.asarray, self._compiled[name](state, *arrays))
 
-    def is_truncated(self, tokens):
-        """Whether translating `tokens` (ids without EOS) will drop some of them."""
-        return len(tokens) > self.max_input_tokens
+    def _run_search(self, inputs):
+        return self._run("search", lambda inputs: search(
+            self.model, inputs, self.settings, self.constraint, self.blank), pad_batch(inputs))
 
-    def translate(self, texts):
-        """[str] -> [Translation], in the same order."""
-        return self.translate_tokens([self.vocabulary.encode(text) for text in texts])
+    def _run_beam(self, inputs):
+        return self._run("beam", lambda inputs: beam_search(
+            self.model, inputs, self.settings, self.constraint, self.blank), pad_batch(inputs))
 
-    def translate_tokens(self, token_lists, progress=None, line_numbers=None):
-        """[[id]] without EOS -> [Translation], in the same order (see Translator)."""
-        return [best[0] for best in self.translate_n_best(token_lists, 1, progress,
-                                                          line_numbers)]
+    def _run_sample(self, inputs, uniforms):
+        """Padded as pad_batch pads; the uniforms of padded positions are 0 and never read: a
+        row stops at its limit, which an unpadded batch holds."""
+        padded_inputs = pad_batch(inputs)
+        padded_uniforms = np.zeros((padded_inputs.shape[0],
+                                    padded_inputs.shape[1] + self.settings.extra_length),
+                                   "float32")
+        padded_uniforms[: uniforms.shape[0], : uniforms.shape[1]] = uniforms
+        return self._run("sample", lambda inputs, uniforms: greedy_search(
+            self.model, inputs, self.sample_settings, self.constraint, self.blank, uniforms),
+            padded_inputs, padded_uniforms)
 
-    def translate_n_best(self, token_lists, n, progress=None, line_numbers=None):
-        """[[id]] without EOS -> [[Translation] * n], best first (see Translator): beam
-        search's n best, or with sampling n samples of each line."""
-        h = self.hparams
-        if self.sampling:
-            numbers = line_numbers or range(1, len(token_lists) + 1)
-            return self._search_nonempty(token_lists, n, progress,
-                                         lambda indices, inputs: self._draw(
-                                             n, [numbers[i] for i in indices], inputs))
-        if n > 1 and n > h.beam_size:
-            raise UserError(f"--n_best={n} needs --beam_size={n} or more: the beam holds the "
-                            "hypotheses")
-
-        def best(inputs):
-            if n == 1:
-                ids, scores = search(self.model, inputs, h.beam_size, h.alpha, h.extra_length,
-                                     self.constraint, h.min_length, self.blank)
-                return ids[:, None], scores[:, None]
-            return beam_search(self.model, inputs, h.beam_size, h.alpha, h.extra_length,
-                               self.constraint, h.min_length, self.blank)
-
-        return self._search_nonempty(
-            token_lists, n, progress,
-            lambda indices, inputs: self._run(f"search{min(n, 2)}", best, pad_batch(inputs)))
-
-    def _draw(self, n, numbers, inputs):
-        """(ids [rows, n, length], scores [rows, n]): n samples of each row of `inputs`."""
-        h = self.hparams
-        repeated = pad_batch(np.repeat(inputs, n, axis=0))
-        uniforms = np.zeros((repeated.shape[0], repeated.shape[1] + h.extra_length), "float32")
-        uniforms[: len(numbers) * n] = self.sampling.uniforms(numbers, n, uniforms.shape[1])
-        ids, scores = self._run("sample", lambda inputs, uniforms: greedy_search(
-            self.model, inputs, h.extra_length, h.alpha, self.constraint, self.sampling,
-            uniforms, h.min_length, self.blank), repeated, uniforms)
-        rows = len(numbers)
-        return ids[: rows * n].reshape(rows, n, -1), scores[: rows * n].reshape(rows, n)
-
-    def _search_nonempty(self, token_lists, n, progress, search_batch):
-        return n_best_translations(token_lists, n, search_batch, self.vocabulary,
-                                   self.batch_size, self.max_input_tokens, progress)
-
-    def score_tokens(self, source_lists, target_lists, progress=None):
-        """[[id]] sources and targets without EOS -> [float32 [len(target) + 1]] (see
-        Translator.score_tokens)."""
-        results = [None] * len(source_lists)
-        for chunk in length_batches(source_lists, self.batch_size):
-            inputs = pad_batch(padded([source_lists[i] for i in chunk], eos=True))
-            targets = padded([target_lists[i] for i in chunk], eos=True)
-            targets = np.pad(targets, ((0, inputs.shape[0] - len(chunk)),
-                                       (0, _padded_shape(1, targets.shape[1])[1]
-                                        - targets.shape[1])))
-            log_probs = self._run("score", lambda inputs, targets: token_log_probs(
-                self.model, inputs, targets), inputs, targets)
-            for i, row in zip(chunk, log_probs):
-                results[i] = row[: len(target_lists[i]) + 1]
-            if progress:
-                progress.update(len(chunk))
-        return results
-
-    def alignments(self, source_lists, target_lists, layer=None):
-        """As Translator.alignments: the Pharaoh alignment of each target to its source."""
-        from t2t_lite.decoding.attention import attention_weights
-
-        layer = resolve_layer(layer, self.hparams.num_decoder_layers)
-        return [pharaoh(attention.encoder_decoder[layer].mean(axis=0)[:-1, :-1])
-                for attention in attention_weights(self, source_lists, target_lists)]
+    def _run_score(self, inputs, targets):
+        inputs = pad_batch(inputs)
+        targets = np.pad(targets, ((0, inputs.shape[0] - targets.shape[0]),
+                                   (0, _padded_shape(1, targets.shape[1])[1]
+                                    - targets.shape[1])))
+        return self._run("score", lambda inputs, targets: token_log_probs(
+            self.model, inputs, targets), inputs, targets)

@@ -1,5 +1,5 @@
 """The TensorFlow wing's Backend: tf.distribute strategies, the Trainer's update, tf.data batches,
-the Translator (its tf.function search, which the SavedModel exports)."""
+the TensorFlowTranslator (its tf.function search, which the SavedModel exports)."""
 
 from t2t_lite.backends.base import Backend
 
