@@ -94,6 +94,7 @@ def sentencepiece_vocabulary(tmp_path_factory):
                                          lines, 300)
 
 
+@pytest.mark.slow  # converts and translates: ~3.5 s each
 @pytest.mark.parametrize("norm_position", ["post", "pre"])
 def test_a_random_sentencepiece_model_converts_exactly(sentencepiece_vocabulary, norm_position,
                                                        tmp_path):
@@ -151,6 +152,7 @@ def test_pad_is_never_output_even_by_a_model_that_prefers_it(tmp_path):
     assert [t.text for t in engine] == [t.text for t in expected]
 
 
+@pytest.mark.slow  # converts and translates: ~3.5 s each
 @pytest.mark.parametrize("min_length", [1, 3])
 def test_a_minimum_length_gives_the_same_outputs_and_the_models_scores(tmp_path, min_length):
     """A random model with EOS made likely (its best output is often empty): with min_length,

@@ -139,6 +139,7 @@ def test_a_minimum_length_is_searched_exactly(min_length):
     assert [len(as_sequence(row)) for row in ops.convert_to_numpy(unconstrained)] == [1, 1]
 
 
+@pytest.mark.slow  # 4 translators, each traced anew: ~6 s
 def test_a_non_empty_input_never_gets_an_empty_output_by_default():
     """The hparams' min_length (1) keeps the translator's outputs non-empty, beam and greedy,
     on a model whose best output for most inputs is the empty one (min_length=0 shows it)."""
@@ -273,6 +274,7 @@ def test_finished_hypotheses_are_frozen_at_eos_and_scored_as_they_are():
     assert ended >= 4  # the test saw hypotheses that ended before the limit
 
 
+@pytest.mark.slow  # a search traced per batch shape: ~5 s
 def test_a_batch_gives_the_same_results_as_each_example_alone():
     model = random_model(vocab_size=9, seed=3)
     rows = [[2, 3, 4, 5, 6, 7], [8], [4, 4, 4], [5, 6]]

@@ -19,6 +19,8 @@ from t2t_lite import cli
 from t2t_lite.cli import make_tf_configs, trainer
 from t2t_lite.runner import Runner
 
+pytestmark = pytest.mark.distributed
+
 USR_PROBLEMS = os.path.join(os.path.dirname(__file__), "usr_problems.py")
 OVERRIDES = "d_model=32,d_ff=64,num_heads=4,batch_size=256,warmup_steps=10,learning_rate=0.5"
 
@@ -90,6 +92,7 @@ def progress(stdout):
             re.findall(r"^\S+ step (\d+)/\d+  loss (\S+)", stdout, re.M)]
 
 
+@pytest.mark.slow  # trains in two worker processes
 def test_two_workers_on_localhost_train_and_resume_one_model(tmp_path, short_reverse_data):
     """Real TF_CONFIG, real gRPC: both workers end with identical weights, the loss falls,
     only the chief writes into the model_dir, and both resume from the chief's checkpoint."""
@@ -307,6 +310,7 @@ def wait_for_line(path, text, process, timeout=300):
         time.sleep(0.05)
 
 
+@pytest.mark.slow  # trains in two worker processes
 def test_workers_agree_on_data_and_on_the_step_to_stop_at(tmp_path):
     """Two workers of the trainer command, started on a data_dir without data: only the chief
     generates it while the other waits; SIGTERM to the other worker stops both after the same

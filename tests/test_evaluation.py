@@ -102,6 +102,7 @@ def checkpoint_weights(path):
             and "seed_generator" not in key and key.endswith("VARIABLE_VALUE")}
 
 
+@pytest.mark.slow  # trains and evaluates: ~15 s
 def test_early_stopping_after_n_flat_evaluations_and_the_average_of_the_best(
         short_reverse_data, tmp_path, caplog):
     runner = Runner.create_or_resume(str(tmp_path), "test_short_reverse", "transformer_tiny",

@@ -177,6 +177,7 @@ def test_the_exported_model_scores_and_samples_as_in_process(trained_reverse, ex
     assert served["wrong"]["outputs"] == [""] * len(inputs)
 
 
+@pytest.mark.slow  # datagen, export and a second process: ~15 s
 def test_a_sentencepiece_model_exports_with_its_tokenizer(tmp_path):
     """Tokenization and detokenization by tf_text inside the SavedModel give the in-process
     translations, in a process that only imports tensorflow_text before loading."""

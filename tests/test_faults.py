@@ -49,6 +49,7 @@ print(hashlib.sha256(b"".join(serialize_example([i, 5], [i + 2, 7, 1]) for i in 
 """
 
 
+@pytest.mark.slow  # 3 processes that import TensorFlow: ~12 s
 def test_examples_serialize_to_the_same_bytes_in_every_process():
     """The feature map's order varied with the process's hash seed, so two datagen runs of one
     corpus wrote shards with different checksums."""

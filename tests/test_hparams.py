@@ -85,6 +85,7 @@ def test_small_data_is_the_documented_recipe():
     assert small.d_model**-0.5 * small.warmup_steps**-0.5 == pytest.approx(1e-3, rel=0.02)
 
 
+@pytest.mark.slow  # trains 100 updates: ~30 s
 def test_small_data_learns_the_toy_corpus(short_reverse_data, tmp_path):
     """100 updates of transformer_small_data (512-token batches, for time) on reversing 1-8
     symbols: dev token accuracy 0.44 here (0.43 with the set's earlier dropout 0.2), where an

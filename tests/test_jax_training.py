@@ -20,6 +20,8 @@ from t2t_lite.runner import Runner
 from t2t_lite.training.checkpoint_list import checkpoint_paths, latest_checkpoint
 from t2t_lite.training.summaries import read_scalars
 
+pytestmark = [pytest.mark.jax, pytest.mark.slow]  # every test runs a JAX trainer in a subprocess
+
 USR_PROBLEMS = os.path.join(os.path.dirname(__file__), "usr_problems.py")
 NO_TENSORFLOW = "import sys; sys.modules['tensorflow'] = None; "  # `import tensorflow` fails
 DEMO = ["--problem=test_short_reverse", "--hparams_set=transformer_tiny",
@@ -201,3 +203,49 @@ def test_a_killed_jax_trainer_resumes_to_the_uninterrupted_result(
     resumed = run_jax("trainer", *flags)
     assert f"(step {killed_at})" in resumed.stderr
     assert_same_final_weights(small_uninterrupted, killed)
+
+
+def test_a_damaged_jax_checkpoint_is_skipped_and_the_run_resumes_before_it(
+        small_uninterrupted, short_reverse_data, tmp_path):
+    """As on TensorFlow (test_faults): the latest checkpoint's weights cut short (a bad copy),
+    the trainer warns, resumes from the newest intact one and reaches the uninterrupted run's
+    weights."""
+    import shutil
+
+    damaged = str(tmp_path / "damaged")
+    shutil.copytree(small_uninterrupted, damaged)
+    latest = latest_checkpoint(damaged)
+    assert latest.endswith("ckpt-60")
+    with open(latest + ".weights.h5", "r+b") as f:
+        f.truncate(os.path.getsize(latest + ".weights.h5") // 2)
+    resumed = run_jax("trainer", *SMALL, f"--data_dir={short_reverse_data}",
+                      f"--model_dir={damaged}")
+    assert f"checkpoint {latest} is damaged" in resumed.stderr
+    assert "resuming from the newest intact one before it" in resumed.stderr
+    assert "(step 50)" in resumed.stderr
+    logged = [int(n) for n in re.findall(r"\bstep (\d+)/60  loss ", resumed.stderr)]
+    assert logged == list(range(51, 61))
+    assert_same_final_weights(small_uninterrupted, damaged)
+
+
+@pytest.mark.parametrize("optimizer", [False, True], ids=["weights", "with_optimizer"])
+def test_init_from_starts_a_jax_run_from_another_models_weights(
+        optimizer, small_uninterrupted, tmp_path):
+    """--init_from on JAX, as on TensorFlow (test_warm_start): the new model starts from the
+    source's weights (one update at a learning rate of 1e-9 leaves them as they were) with a
+    fresh optimizer at step 0, or with --init_from_optimizer from the source's step and Adam
+    state."""
+    started = str(tmp_path / "started")
+    steps = 61 if optimizer else 1
+    result = run_jax("trainer", f"--init_from={small_uninterrupted}",
+                     f"--model_dir={started}", f"--train_steps={steps}",
+                     "--hparams=learning_rate=1e-9", "--eval_every=0", "--eval_steps=1",
+                     "--eval_decode_examples=0",
+                     *(["--init_from_optimizer"] if optimizer else []))
+    source = latest_checkpoint(small_uninterrupted)
+    assert f"started from {source}" in result.stderr and "(step 60)" in result.stderr
+    assert "0 added, 0 dropped" in result.stderr
+    assert latest_checkpoint(started).endswith(f"ckpt-{steps}")
+    assert_same_final_weights(small_uninterrupted, started)
+    with open(os.path.join(started, "problem.json"), encoding="utf-8") as f:
+        assert json.load(f)["init_from"]["optimizer"] == optimizer

@@ -37,6 +37,7 @@ def assert_translations(translations, expected):
                                [score for _, score in expected], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow  # restores and translates: ~5 s each
 @pytest.mark.parametrize("name, sub_dir", [("latest", ""), ("best", "best"), ("avg", "avg")])
 def test_every_model_dir_in_it_translates_as_that_code_did(model_dir, expected, tmp_path, name,
                                                            sub_dir):
@@ -57,6 +58,8 @@ def test_every_model_dir_in_it_translates_as_that_code_did(model_dir, expected, 
                                    atol=1e-5)
 
 
+@pytest.mark.ctranslate2
+@pytest.mark.slow  # decoder, exporter and a CTranslate2 conversion: ~10 s
 def test_the_decoder_and_the_exporters_give_that_codes_translations(model_dir, expected,
                                                                     tmp_path, capsys):
     sources = tmp_path / "sources.txt"
@@ -87,6 +90,7 @@ def test_the_decoder_and_the_exporters_give_that_codes_translations(model_dir, e
     capsys.readouterr()
 
 
+@pytest.mark.slow  # trains: ~6 s
 def test_training_resumes_where_it_stopped_keeping_its_records(model_dir, tmp_path, capsys):
     with open(os.path.join(model_dir, "eval", "history.json"), encoding="utf-8") as f:
         history = json.load(f)

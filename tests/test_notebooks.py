@@ -23,6 +23,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+pytestmark = pytest.mark.notebooks
+
 COLAB_DIR = Path(__file__).resolve().parent.parent / "colab"
 NOTEBOOKS = sorted(path.name for path in COLAB_DIR.glob("*.ipynb"))
 SKIP_TAG = "colab"
@@ -376,6 +378,7 @@ def kernel_name(tmp_path, monkeypatch):
     return name
 
 
+@pytest.mark.slow  # each notebook trains and decodes in its kernel: 40-100 s
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_top_to_bottom(name, tmp_path, kernel_name):
     run = RUNS[name]

@@ -17,6 +17,7 @@ from t2t_lite.data.numpy_pipeline import TrainingBatches, evaluation_batches
 from t2t_lite.utils.errors import UserError
 
 
+@pytest.mark.slow  # reads 20,500 examples twice: ~5 s
 def test_shards_read_without_tensorflow_are_what_tf_data_reads(short_reverse_data):
     problem = registry.problem("test_short_reverse")
     for split, count in (("train", 20_000), ("dev", 500)):

@@ -28,6 +28,7 @@ def scalars(directory, tag):
     return {e.step: float(tf.make_ndarray(e.tensor_proto)) for e in events.Tensors(tag)}
 
 
+@pytest.mark.slow  # trains and evaluates: ~10 s
 def test_training_writes_the_papers_learning_rate_and_metrics_to_tensorboard(
         tmp_path, short_reverse_data):
     metrics = train(str(tmp_path), short_reverse_data, 6)
@@ -43,6 +44,7 @@ def test_training_writes_the_papers_learning_rate_and_metrics_to_tensorboard(
         6: pytest.approx(metrics["sequence_accuracy"])}
 
 
+@pytest.mark.slow  # trains twice: ~20 s
 def test_a_second_run_resumes_step_schedule_and_optimizer_state(tmp_path, short_reverse_data,
                                                                 caplog):
     data_dir = short_reverse_data

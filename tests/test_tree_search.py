@@ -103,6 +103,7 @@ def toy_tree(sequence, words):
     return is_tree(mapped, words)
 
 
+@pytest.mark.slow  # a brute-force search: ~6 s each
 @pytest.mark.parametrize("seed", [3, 4])
 def test_the_tag_dictionary_rule_equals_brute_force(seed):
     """Every output tags a known word with a tag it was seen with and an unknown one never with
