@@ -61,30 +61,33 @@ def translate(config, arrays):
 def ensemble(config, arrays):
     """translate's results and the token log-probabilities of config["scored"] (source,
     target) pairs, concatenated, of the ensemble of the models whose weights are
-    config["weights"] ("pair_" keys), of the first model with itself ("twice_") and of the first
-    model alone ("alone_")."""
+    config["weights"] ("pair_" keys; config["settings"]), of the first model with itself
+    ("twice_") and of the first model alone ("alone_"; both with config["self_settings"])."""
     from t2t_lite.decoding.ensemble import Ensemble
 
     models = [load({**config, "weights": weights}) for weights in config["weights"]]
     vocabulary = SymbolVocabulary(config["vocab_size"] - 2)
     pairs = [[vocabulary.encode(text) for text in pair] for pair in config["scored"]]
     results = {}
-    for name, model in [("pair", Ensemble(models)), ("twice", Ensemble([models[0]] * 2)),
-                        ("alone", models[0])]:
+    for name, model, settings in [
+            ("pair", Ensemble(models), config["settings"]),
+            ("twice", Ensemble([models[0]] * 2), config["self_settings"]),
+            ("alone", models[0], config["self_settings"])]:
         translator = JaxTranslator(model, vocabulary, model.hparams, config["batch_size"])
         log_probs = translator.score_tokens([s for s, _ in pairs], [t for _, t in pairs])
         results.update({f"{name}_{key}": value
-                        for key, value in translations(model, config).items()})
+                        for key, value in translations(model, config, settings).items()})
         results[f"{name}_log_probs"] = np.concatenate(log_probs)
     return results
 
 
-def translations(model, config):
-    """translate's results for `model` (a Transformer or an Ensemble)."""
+def translations(model, config, settings=None):
+    """translate's results for `model` (a Transformer or an Ensemble) with each (beam_size,
+    alpha, n) of `settings` (default: config["settings"])."""
     vocabulary = SymbolVocabulary(config["vocab_size"] - 2)
     sources = config["sources"]
     texts, results = {}, {}
-    for beam_size, alpha, n in config["settings"]:
+    for beam_size, alpha, n in settings or config["settings"]:
         hparams = model.hparams.replace(beam_size=beam_size, alpha=alpha,
                                         **config.get("decoding", {}))
         translator = JaxTranslator(model, vocabulary, hparams, batch_size=config["batch_size"])
