@@ -61,7 +61,8 @@ class Vocabulary:
         raise NotImplementedError
 
 
-# What tf.strings.split splits at, and the symbols tf_vocabulary.InGraphSymbols accepts.
+# What tf.strings.split splits at, and the symbols that
+# backends.tensorflow.vocabulary.InGraphSymbols accepts.
 _ASCII_WHITESPACE = re.compile(r"[ \t\n\v\f\r]+")
 _SYMBOL = re.compile(r"[0-9]{1,9}")
 
