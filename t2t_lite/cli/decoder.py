@@ -91,7 +91,7 @@ def parse_args(argv):
         parser.error(f"--batch_size must be positive, got {args.batch_size}")
     if args.decode_reference and not args.decode_from_file:
         parser.error("--decode_reference needs --decode_from_file")
-    if args.attention_dir and not make_engine(args.engine).capabilities.attention:
+    if args.attention_dir and not make_engine(args.engine).capabilities.has("attention"):
         parser.error(refusal(args.engine, "attention", "--attention_dir"))
     if args.split and args.attention_dir:
         parser.error("--attention_dir is for the lines of --decode_from_file or stdin: drop it "
@@ -116,7 +116,7 @@ def _check_sampling_ensembles_and_alignments(parser, args):
     if args.random_seed is not None and not sampling:
         parser.error("--random_seed seeds sampling: give --sampling_topk, --sampling_topp or "
                      "--sampling_temperature too")
-    if sampling and not capabilities.sampling:
+    if sampling and not capabilities.has("sampling"):
         parser.error(refusal(args.engine, "sampling", sampling[0]))
     if sampling and args.beam_size not in (None, 1):
         parser.error(f"{sampling[0]} draws each token instead of searching: drop --beam_size")
@@ -127,7 +127,7 @@ def _check_sampling_ensembles_and_alignments(parser, args):
                       if getattr(args, flag)]
         if explaining:
             parser.error(f"{explaining[0]} explains one model: pass one --model_dir")
-        if not capabilities.ensembles:
+        if not capabilities.has("ensembles"):
             parser.error(refusal(args.engine, "ensembles", "an ensemble (several --model_dir)"))
         if args.checkpoint_path:
             parser.error("--checkpoint_path names one model's checkpoint: with several "
@@ -139,7 +139,7 @@ def _check_sampling_ensembles_and_alignments(parser, args):
     if args.with_alignments and args.split and not args.decode_to_file:
         parser.error("--with_alignments with --split writes them in OUT.tsv: give "
                      "--decode_to_file=OUT")
-    if (args.n_best or 1) > 1 and not capabilities.n_best and not sampling:
+    if (args.n_best or 1) > 1 and not capabilities.has("n_best") and not sampling:
         parser.error(refusal(args.engine, "n_best", "--n_best", unless=", unless sampling"))
 
 

@@ -51,7 +51,7 @@ class Translator:
         self.constraint = constraint
         self.sampling = sampling
         self.settings = SearchSettings.of(hparams)  # the search's; sampling draws by its own
-        self.sample_settings = SearchSettings.of(hparams, sampling) if sampling else None
+        self.sample_settings = self.settings.replace(sampling=sampling) if sampling else None
         self.blank = blank_ids(vocabulary) if hparams.min_length >= 1 else ()
 
     def is_truncated(self, tokens):

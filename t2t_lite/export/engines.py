@@ -82,20 +82,25 @@ class TrainedModel:
                                gone.path, self.checkpoint())
 
 
+# What an engine may be able to do: the beam's n best hypotheses (--n_best without sampling),
+# attention weights (--attention_dir), ensembles (several --model_dir), sampling, a problem's
+# constrained search (parsing's trees).
+CAPABILITIES = ("n_best", "attention", "ensembles", "sampling", "constrained_search")
+
+
 @dataclasses.dataclass(frozen=True)
 class Capabilities:
-    """What an engine can do: the beam's n best hypotheses (--n_best without sampling),
-    attention weights (--attention_dir), ensembles (several --model_dir), sampling, a problem's
-    constrained search (parsing's trees), and its --quantization values (none: float32 only).
-    `missing`: (capability, why this engine has it not) pairs, the reason its refusal gives."""
+    """What an engine can do: every one of CAPABILITIES but those `missing`, (capability, why
+    this engine has it not) pairs whose reason its refusal gives; and its --quantization values
+    (none: float32 only)."""
 
-    n_best: bool = True
-    attention: bool = True
-    ensembles: bool = True
-    sampling: bool = True
-    constrained_search: bool = True
     quantizations: tuple = ()
     missing: tuple = ()
+
+    def has(self, capability):
+        if capability not in CAPABILITIES:
+            raise ValueError(f"no capability '{capability}': one of {CAPABILITIES}")
+        return capability not in dict(self.missing)
 
     def why_not(self, capability):
         return dict(self.missing)[capability]
@@ -105,7 +110,7 @@ def refusal(name, capability, wanted, unless=""):
     """The one-line error for `wanted` (e.g. "--n_best") on the engine `name`, which has not
     `capability`: the engines that have it (`unless`: when it is not needed, e.g. ", unless
     sampling") and why this one has not."""
-    able = " or ".join(e.name for e in ENGINES if getattr(e.capabilities, capability))
+    able = " or ".join(e.name for e in ENGINES if e.capabilities.has(capability))
     return (f"{wanted} needs the {able} engine{unless}: "
             f"{make_engine(name).capabilities.why_not(capability)}")
 
@@ -157,7 +162,6 @@ class CTranslate2Engine:
     name = "ctranslate2"
     format = "ctranslate2"
     capabilities = Capabilities(
-        n_best=False, attention=False, ensembles=False, constrained_search=False,
         quantizations=QUANTIZATIONS,
         missing=(("n_best", NO_N_BEST), ("attention", NO_ATTENTION),
                  ("ensembles", NO_ENSEMBLES), ("constrained_search", NO_CONSTRAINTS)))
@@ -168,7 +172,7 @@ class CTranslate2Engine:
 
         check_quantization(quantization)
         import_ctranslate2()
-        if (not self.capabilities.constrained_search
+        if (not self.capabilities.has("constrained_search")
                 and trained.problem.search_constraint(trained.vocabulary) is not None):
             raise UserError(refusal(self.name, "constrained_search", trained.problem.name))
         longest = num_positions(trained.hparams) - hparams.max_length

@@ -73,10 +73,10 @@ def remove_partial_saves(directory):
 
 
 def restore(model, optimizer, path):
-    """Loads checkpoint `path` into `model` and `optimizer` (built); returns its data position
-    ({} where it has none: best/, an average). A checkpoint without the optimizer's state is a
-    ValueError; one whose files do not read back, a DamagedCheckpoint naming the newest intact
-    one; one removed while it is read, CheckpointGone."""
+    """Loads checkpoint `path` into `model` and `optimizer` (built); its data position is
+    read_position's. A checkpoint without the optimizer's state is a ValueError; one whose
+    files do not read back, a DamagedCheckpoint naming the newest intact one; one removed while
+    it is read, CheckpointGone."""
     try:
         model.load_weights(path + WEIGHTS)
         if not os.path.exists(path + STATE):
@@ -91,7 +91,6 @@ def restore(model, optimizer, path):
                                     f"this model has {len(variables)}: it is another model's")
                 for variable, key in zip(variables, saved):
                     variable.assign(state[key])
-            return json.loads(str(state["position"]))
     except FileNotFoundError:
         raise CheckpointGone(path) from None
     except DAMAGE_ERRORS as error:
