@@ -235,6 +235,13 @@ class Runner:
         temporary directory).
         """
         deadline = time.monotonic() + 60 * config.train_minutes if config.train_minutes else None
+        started = self.experiment.init_from
+        if (started and started["optimizer"] and not latest_checkpoint(self.model_dir.path)
+                and config.train_steps <= started["step"]):
+            raise UserError(
+                f"--init_from_optimizer carries over step {started['step']} of "
+                f"{started['checkpoint']}, so --train_steps={config.train_steps} leaves nothing "
+                f"to train: pass a --train_steps above {started['step']} (updates in all)")
         backend = backends.current()
         backend.import_framework()
         import keras

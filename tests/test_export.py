@@ -106,6 +106,15 @@ served = {"score": plain(model.signatures["score"](
           "score_ids": plain(model.signatures["score_ids"](
               sources=tf.constant(id_pairs[0], tf.int32),
               targets=tf.constant(id_pairs[1], tf.int32)))}
+for name, call in (("score", lambda: model.signatures["score"](
+                       sources=strings(["1 2", "3"]), targets=strings(["2 1"]))),
+                   ("score_ids", lambda: model.signatures["score_ids"](
+                       sources=tf.constant([[3, 4], [5, 6]]), targets=tf.constant([[4, 3]])))):
+    try:
+        call()
+        served[f"unpaired_{name}"] = "scored"
+    except tf.errors.InvalidArgumentError as error:
+        served[f"unpaired_{name}"] = error.message
 for name, (seed, temperature, top_k, top_p) in json.loads(sys.argv[5]).items():
     served[name] = plain(model.signatures["sample"](
         inputs=strings(inputs), seed=tf.constant(seed, tf.int64),
@@ -117,7 +126,7 @@ print(json.dumps(served))
 
 def test_the_exported_model_scores_and_samples_as_in_process(trained_reverse, exported):
     """`score` gives --score's numbers (token by token), `score_ids` the same from ids, each bad
-    pair one error; `sample` at top_k 1 is greedy search, repeats with its seed, gives each
+    pair one error, and unpaired batches refused; `sample` at top_k 1 is greedy search, repeats with its seed, gives each
     sample the model's length-penalized log-probability (--score's, normalized as the search
     does), and refuses settings out of range item by item."""
     from t2t_lite.decoding.scoring import target_score
@@ -154,6 +163,8 @@ def test_the_exported_model_scores_and_samples_as_in_process(trained_reverse, ex
             assert not any(scored["token_log_probs"][row][len(log_probs):])
             assert scored["scores"][row] == pytest.approx(sum(log_probs), abs=1e-4)
     assert served["score"]["errors"] == [""] * len(good) + list(bad.values())
+    for name in ("score", "score_ids"):  # 2 sources, 1 target: refused, not broadcast
+        assert "the sources and targets must be pairs" in served[f"unpaired_{name}"], served
     assert served["score"]["scores"][len(good):] == [0.0] * len(bad)
     assert served["score"]["lengths"][len(good):] == [0] * len(bad)
     assert served["score_ids"]["errors"][-1] == ("expected token ids 2..11 without EOS, then "
@@ -172,8 +183,8 @@ def test_the_exported_model_scores_and_samples_as_in_process(trained_reverse, ex
                                                 [vocabulary.encode(text)])[0]
             assert score == pytest.approx(target_score(log_probs, "gnmt",
                                                        runner.hparams.alpha), abs=1e-4)
-    assert served["wrong"]["errors"] == ["expected temperature > 0, top_k >= 0 and top_p in "
-                                         "(0, 1]"] * len(inputs)
+    assert served["wrong"]["errors"] == ["expected temperature >= 1.18e-38, top_k >= 0 and "
+                                         "top_p in (0, 1]"] * len(inputs)
     assert served["wrong"]["outputs"] == [""] * len(inputs)
 
 

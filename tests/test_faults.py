@@ -95,24 +95,32 @@ def test_a_damaged_checkpoint_is_named_and_the_trainer_resumes_before_it(
         np.testing.assert_allclose(resumed[name], original[name], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("damage, newest", [("index deleted", 2), ("list names ckpt-9", 4)])
+@pytest.mark.parametrize("damage, newest", [("index deleted", 2), ("list names ckpt-9", 4),
+                                            ("list names ckpt-2 and ckpt-9", 4)])
 def test_a_missing_checkpoint_is_named_and_the_newest_one_there_is_used(
         damage, newest, model_copy, short_reverse_data, capsys):
     """ckpt-4.index deleted, or the list (the `checkpoint` file) naming a ckpt-9 that is not
     there: tf.train.latest_checkpoint gives None, so the trainer started over at step 0 and the
-    decoder found no checkpoint. Both use the newest one there, with a warning naming the
-    missing one, and the trainer's list names only checkpoints that are there."""
+    decoder found no checkpoint. Both use the newest one there (on disk, not only among those
+    listed), with a warning naming the missing one, and the trainer's list names every
+    checkpoint that is there, the older ones included (its CheckpointManager forgot those of a
+    list rewritten without timestamps)."""
     from t2t_lite.cli import decoder, trainer
 
     if damage == "index deleted":
         missing = f"{model_copy}/ckpt-4"
         os.remove(f"{missing}.index")
-    else:
+    elif damage == "list names ckpt-9":
         missing = f"{model_copy}/ckpt-9"
         with open(f"{model_copy}/checkpoint", encoding="utf-8") as f:
             listed = f.read()
         write_text_atomically(f"{model_copy}/checkpoint", listed.replace(
             'model_checkpoint_path: "ckpt-4"', 'model_checkpoint_path: "ckpt-9"'))
+    else:  # ckpt-4, intact on disk, is not listed
+        missing = f"{model_copy}/ckpt-9"
+        write_text_atomically(f"{model_copy}/checkpoint", 'model_checkpoint_path: "ckpt-9"\n'
+                              'all_model_checkpoint_paths: "ckpt-2"\n'
+                              'all_model_checkpoint_paths: "ckpt-9"\n')
     warning = (f"checkpoint {missing} is missing (no .index or .weights.h5 file: deleted, or a "
                f"bad copy?): using {model_copy}/ckpt-{newest}, the newest checkpoint there\n")
     source = os.path.join(model_copy, "source.txt")
@@ -128,7 +136,7 @@ def test_a_missing_checkpoint_is_named_and_the_newest_one_there_is_used(
     assert warning in err and f"restored {model_copy}/ckpt-{newest} (step {newest})" in err
     assert "final evaluation at step 6:" in out
     listed = tf.train.get_checkpoint_state(model_copy).all_model_checkpoint_paths
-    assert listed[-1] == f"{model_copy}/ckpt-6"
+    assert listed == [f"{model_copy}/ckpt-{step}" for step in (2, 4, 6)]
     assert all(os.path.exists(f"{path}.index") for path in listed), listed
 
 

@@ -205,9 +205,11 @@ def test_a_killed_jax_trainer_resumes_to_the_uninterrupted_result(
     assert_same_final_weights(small_uninterrupted, killed)
 
 
+@pytest.mark.parametrize("damage", ["weights cut", "state deleted"])
 def test_a_damaged_jax_checkpoint_is_skipped_and_the_run_resumes_before_it(
-        small_uninterrupted, short_reverse_data, tmp_path):
+        damage, small_uninterrupted, short_reverse_data, tmp_path):
     """As on TensorFlow (test_faults): the latest checkpoint's weights cut short (a bad copy),
+    or its .state.npz deleted (its weights alone restarted the schedule and Adam at step 0),
     the trainer warns, resumes from the newest intact one and reaches the uninterrupted run's
     weights."""
     import shutil
@@ -216,8 +218,11 @@ def test_a_damaged_jax_checkpoint_is_skipped_and_the_run_resumes_before_it(
     shutil.copytree(small_uninterrupted, damaged)
     latest = latest_checkpoint(damaged)
     assert latest.endswith("ckpt-60")
-    with open(latest + ".weights.h5", "r+b") as f:
-        f.truncate(os.path.getsize(latest + ".weights.h5") // 2)
+    if damage == "weights cut":
+        with open(latest + ".weights.h5", "r+b") as f:
+            f.truncate(os.path.getsize(latest + ".weights.h5") // 2)
+    else:
+        os.remove(latest + ".state.npz")
     resumed = run_jax("trainer", *SMALL, f"--data_dir={short_reverse_data}",
                       f"--model_dir={damaged}")
     assert f"checkpoint {latest} is damaged" in resumed.stderr
@@ -226,6 +231,41 @@ def test_a_damaged_jax_checkpoint_is_skipped_and_the_run_resumes_before_it(
     logged = [int(n) for n in re.findall(r"\bstep (\d+)/60  loss ", resumed.stderr)]
     assert logged == list(range(51, 61))
     assert_same_final_weights(small_uninterrupted, damaged)
+
+
+def test_weights_changed_in_place_are_named_not_decoded(small_uninterrupted, tmp_path, capsys):
+    """16 bytes flipped inside the latest .weights.h5 (its size unchanged; HDF5 checks no data)
+    loaded as other weights, and the decoder printed other translations: the CRC-32 saved with
+    the checkpoint names it damaged, with the intact one to decode instead."""
+    import shutil
+
+    from cli_output import error_lines, run_cli
+
+    from t2t_lite.backends.jax.checkpoints import is_intact
+    from t2t_lite.cli import decoder
+
+    damaged = str(tmp_path / "damaged")
+    shutil.copytree(small_uninterrupted, damaged)
+    latest = latest_checkpoint(damaged)
+    weights_file = latest + ".weights.h5"
+    size = os.path.getsize(weights_file)
+    with open(weights_file, "r+b") as f:
+        f.seek(size // 2)
+        flipped = bytes(byte ^ 0xFF for byte in f.read(16))
+        f.seek(size // 2)
+        f.write(flipped)
+    assert os.path.getsize(weights_file) == size and not is_intact(latest)
+    source = tmp_path / "source.txt"
+    source.write_text("1 2 3\n")
+    flags = [f"--model_dir={damaged}", f"--decode_from_file={source}"]
+    code, out, err = run_cli(decoder.main, flags, capsys)
+    assert code == 2 and out == "" and error_lines(err) == [
+        f"t2t-lite: error: checkpoint {latest} is damaged (ckpt-60.weights.h5 differs from the "
+        "CRC-32 saved with it; a bad copy or sync?): pass "
+        f"--checkpoint_path={damaged}/ckpt-50, the newest intact one"], err
+    code, out, err = run_cli(decoder.main, [*flags, f"--checkpoint_path={damaged}/ckpt-50"],
+                             capsys)
+    assert code == 0 and len(out.splitlines()) == 1, err
 
 
 @pytest.mark.parametrize("optimizer", [False, True], ids=["weights", "with_optimizer"])

@@ -13,7 +13,7 @@ from cli_output import error_lines, run_cli
 from keras import ops
 
 from t2t_lite.config import EOS_ID, PAD_ID
-from t2t_lite.decoding.sampling import Sampling
+from t2t_lite.decoding.sampling import SMALLEST_TEMPERATURE, Sampling, sample_tokens
 from t2t_lite.decoding.scoring import target_score
 from t2t_lite.decoding.search import SearchSettings, greedy_search
 
@@ -136,11 +136,27 @@ def test_uniform_streams_are_per_line_and_extend_without_changing():
 def test_top_k_1_and_a_temperature_near_0_are_greedy_search(trained_reverse, engine):
     runner = trained_reverse.runner
     greedy = runner.translator(beam_size=1).translate(SOURCES)
-    for sampling in (Sampling(top_k=1, seed=3), Sampling(temperature=1e-4, seed=3)):
+    for sampling in (Sampling(top_k=1, seed=3), Sampling(temperature=1e-4, seed=3),
+                     Sampling(temperature=SMALLEST_TEMPERATURE, seed=3)):
         sampled = runner.translator(engine=engine, sampling=sampling).translate(SOURCES)
         assert [t.text for t in sampled] == [t.text for t in greedy]
         np.testing.assert_allclose([t.score for t in sampled], [t.score for t in greedy],
                                    atol=1e-5)
+
+
+def test_the_smallest_temperature_draws_the_best_token_of_an_unsure_distribution():
+    """At float32's smallest normal temperature every draw is the most probable token, even
+    where that token's log-probability is far below 0 (a flat distribution over many tokens),
+    which divided by the temperature alone is -inf like every other token's (then NaNs)."""
+    rng = np.random.default_rng(0)
+    logits = rng.normal(scale=0.1, size=(64, 300))
+    log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+    assert log_probs.max() < -5  # -5 / 1.2e-38 is beyond float32: -inf
+    for uniforms in (rng.random(64), np.zeros(64), np.full(64, 0.999)):
+        drawn = sample_tokens(ops.convert_to_tensor(log_probs, "float32"),
+                              ops.convert_to_tensor(uniforms, "float32"),
+                              Sampling(temperature=SMALLEST_TEMPERATURE), impossible=-1e9)
+        np.testing.assert_array_equal(ops.convert_to_numpy(drawn), log_probs.argmax(axis=-1))
 
 
 def texts(samples):
@@ -227,7 +243,11 @@ def test_the_decoder_writes_n_samples_per_line_and_the_same_on_stdin(
     (["--sampling_topk=5", "--beam_size=4"], "--sampling_topk draws each token instead of "
      "searching: drop --beam_size"),
     (["--sampling_topp=1.5"], "--sampling_topp must be in (0, 1], got 1.5"),
-    (["--sampling_temperature=0"], "--sampling_temperature must be positive, got 0.0"),
+    (["--sampling_temperature=0"], "--sampling_temperature must be at least 1.18e-38 (the "
+     "smallest normal float32; towards 0, sampling is greedy search), got 0.0"),
+    # Positive, but 0 or a denormal in float32: each division would be inf or NaN.
+    (["--sampling_temperature=1e-40"], "--sampling_temperature must be at least 1.18e-38"),
+    (["--sampling_temperature=1e-300"], "--sampling_temperature must be at least 1.18e-38"),
     (["--sampling_topk=-2"], "--sampling_topk must be 0 (the whole vocabulary) or positive"),
     (["--sampling_topk=2", "--random_seed=-1"], "--random_seed must be in [0, 2**32), got -1"),
     (["--engine=ctranslate2", "--n_best=2"], "--n_best needs the tensorflow or jax engine, "

@@ -178,6 +178,10 @@ def mistaken_sources(tiny_model, tmp_path):
         (unrecorded, [], f"{unrecorded} is not a t2t_lite model_dir"),
         (tiny_model, ["--hparams=d_model=64"], "--hparams d_model=64: the model of --init_from "
          "has d_model=32"),
+        # Its optimizer's step is past the run's end: nothing would be trained or saved.
+        (tiny_model, ["--init_from_optimizer", "--train_steps=4"], "--init_from_optimizer "
+         f"carries over step 4 of {tiny_model}/ckpt-4, so --train_steps=4 leaves nothing to "
+         "train: pass a --train_steps above 4"),
         (reshaped, [], f"{reshaped}/ckpt-4 does not hold the weights of the model in "
          f"{reshaped}/hparams.json"),
     ]

@@ -18,6 +18,9 @@ from t2t_lite.utils.errors import UserError
 
 # The largest float32 below 1: a uniform rounded up to 1.0 would fall past the last token.
 _BELOW_ONE = np.nextafter(np.float32(1), np.float32(0))
+# The smallest temperature the float32 search divides by: below float32's smallest normal
+# number a temperature is 0 (or a denormal that CPUs flush to 0), and every division is inf.
+SMALLEST_TEMPERATURE = float(np.finfo(np.float32).tiny)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,8 +42,10 @@ class Sampling:
                             f"{self.top_k}")
         if not 0 < self.top_p <= 1:
             raise UserError(f"--sampling_topp must be in (0, 1], got {self.top_p}")
-        if not (0 < self.temperature < math.inf):
-            raise UserError(f"--sampling_temperature must be positive, got {self.temperature}")
+        if not (SMALLEST_TEMPERATURE <= self.temperature < math.inf):
+            raise UserError(f"--sampling_temperature must be at least {SMALLEST_TEMPERATURE:.3g}"
+                            " (the smallest normal float32; towards 0, sampling is greedy "
+                            f"search), got {self.temperature}")
         if not 0 <= self.seed < 2**32:
             raise UserError(f"--random_seed must be in [0, 2**32), got {self.seed}")
 
@@ -62,7 +67,10 @@ def sample_tokens(log_probs, uniforms, sampling, impossible):
     from keras import ops
 
     possible = log_probs > impossible / 2
-    scaled = ops.where(possible, log_probs / sampling.temperature, -math.inf)
+    # Divided once the best token is at 0, so that a tiny temperature sends the others to -inf
+    # (the best token's probability to 1: greedy), never the best one too (0/0 or -inf - -inf).
+    best = ops.max(ops.where(possible, log_probs, -math.inf), axis=-1, keepdims=True)
+    scaled = ops.where(possible, (log_probs - best) / sampling.temperature, -math.inf)
     probs = ops.where(possible, ops.softmax(scaled, axis=-1), 0.0)
     top_k, top_p = sampling.top_k, sampling.top_p
     vocab = ops.shape(log_probs)[-1]

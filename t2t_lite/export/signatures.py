@@ -16,18 +16,19 @@ per row, the rest 0); a sample of each input, drawn at the temperature from its 
 probable tokens (0: all) and then its nucleus of mass top_p (1: all), with the model's
 length-penalized log-probability as its score. As in the translating signatures, an item that
 cannot be scored or sampled gets score 0, no output and its reason in `errors`, and the rest of
-the batch is served; sampling settings out of range are every item's error.
+the batch is served; sampling settings out of range (a temperature below float32's smallest normal number included)
+are every item's error; sources and targets of different counts are refused.
 """
 
 import collections
 
 import tensorflow as tf
 
+from t2t_lite.backends.tensorflow.translator import IDS, eos_terminated, id_errors
 from t2t_lite.config import PAD_ID
+from t2t_lite.decoding.sampling import SMALLEST_TEMPERATURE
 from t2t_lite.decoding.scoring import token_log_probs
 from t2t_lite.decoding.search import greedy_search
-from t2t_lite.backends.tensorflow.translator import IDS, eos_terminated, id_errors
-
 
 # Sampling settings as scalar tensors, for t2t_lite.decoding.sampling.sample_tokens.
 Settings = collections.namedtuple("Settings", "top_k top_p temperature")
@@ -57,6 +58,14 @@ def _without(tokens, errors):
         tf.where(kept, tokens.row_lengths(), tf.zeros_like(tokens.row_lengths())))
 
 
+def _check_pairs(sources, targets):
+    """Refuses (InvalidArgumentError) batches of sources and targets of different sizes,
+    which TensorFlow would otherwise broadcast: each source is scored with its own target."""
+    tf.debugging.assert_equal(
+        tf.shape(sources)[0], tf.shape(targets)[0],
+        message="score: the sources and targets must be pairs (as many of each)")
+
+
 def _score(translator, sources, targets, errors):
     """Ragged source and target ids without EOS, and each pair's errors so far -> the `score`
     signature's outputs."""
@@ -84,20 +93,23 @@ def signatures(translator):
     tokenizer, size = translator.tokenizer, translator.vocabulary.size
 
     def score(sources, targets):
+        _check_pairs(sources, targets)
         errors = _first_error(tokenizer.errors(sources), tokenizer.errors(targets))
         sources, targets = (tf.where(errors == "", texts, "") for texts in (sources, targets))
         return _score(translator, tokenizer.encode(sources), tokenizer.encode(targets), errors)
 
     def score_ids(sources, targets):
+        _check_pairs(sources, targets)
         errors = _first_error(id_errors(sources, size), id_errors(targets, size))
         return _score(translator, *(tf.RaggedTensor.from_tensor(ids, padding=PAD_ID)
                                     for ids in (sources, targets)), errors)
 
     def sample(inputs, seed, temperature, top_k, top_p):
-        wrong = ~((temperature > 0) & (top_k >= 0) & (top_p > 0) & (top_p <= 1))
+        wrong = ~((temperature >= SMALLEST_TEMPERATURE) & (top_k >= 0) & (top_p > 0)
+                  & (top_p <= 1))
         errors = _first_error(
-            tf.where(tf.fill(tf.shape(inputs), wrong), "expected temperature > 0, top_k >= 0 "
-                     "and top_p in (0, 1]", ""),
+            tf.where(tf.fill(tf.shape(inputs), wrong), "expected temperature >= "
+                     f"{SMALLEST_TEMPERATURE:.3g}, top_k >= 0 and top_p in (0, 1]", ""),
             tokenizer.errors(inputs))
         texts = tf.where(errors == "", inputs, "")
         tokens, lengths = eos_terminated(

@@ -106,15 +106,19 @@ def latest_checkpoint(model_dir, repair=False):
 
 def _newest_there(model_dir):
     """(the newest checkpoint whose index is there or None, the paths the list names that are
-    not there (None when there is no readable list), the checkpoints there oldest first)."""
+    not there (None when there is no readable list), the checkpoints there oldest first).
+
+    An intact list is followed; a list that names a checkpoint not there (deleted, a bad copy,
+    an edit) says nothing of the others, so then the files are scanned: the newest intact
+    checkpoint on disk is used, and every one there is kept (not only those listed)."""
     listed_state = read_list(model_dir)
     if listed_state:
         listed = list(listed_state.paths)
         if listed_state.latest not in listed:
             listed.append(listed_state.latest)
-        there = [path for path in listed if is_there(path)]
-        if there:
-            return there[-1], [path for path in listed if path not in there], there
+        missing = [path for path in listed if not is_there(path)]
+        if not missing:
+            return listed[-1], [], listed
     indexed = {}
     for marker in CHECKPOINT_MARKERS:
         for found in glob.glob(os.path.join(glob.escape(model_dir), f"*-*{marker}")):
@@ -122,8 +126,7 @@ def _newest_there(model_dir):
             if path.rsplit("-", 1)[1].isdigit():
                 indexed[path] = checkpoint_step(path)
     there = sorted(indexed, key=indexed.get)
-    missing = [p for p in listed if p not in there] if listed_state else None
-    return (there[-1] if there else None), missing, there
+    return (there[-1] if there else None), (missing if listed_state else None), there
 
 
 def is_there(path):
@@ -165,20 +168,31 @@ def last_checkpoints(model_dir, n):
 def forget_checkpoint(model_dir, path):
     """Removes `path` from model_dir's list of checkpoints, so that the latest is the one
     before it; its files stay until a new checkpoint of that step replaces them."""
-    write_list(model_dir, [p for p in checkpoint_paths(model_dir) if p != path])
+    write_list(model_dir, [p for p in _newest_there(model_dir)[2] if p != path])
 
 
 def write_list(model_dir, paths):
     """Makes model_dir's list of checkpoints (the `checkpoint` text proto CheckpointManager
     reads) name `paths`, the last the latest, or removes it for none. Written here, not by
-    tf.compat.v1.train.update_checkpoint_state, which prints a deprecation notice."""
+    tf.compat.v1.train.update_checkpoint_state, which prints a deprecation notice.
+
+    Each checkpoint gets a timestamp after the list's last_preserved_timestamp: a
+    CheckpointManager forgets (and so stops listing, and never rotates) the checkpoints whose
+    timestamp is not after it, as it does all of them in a list without timestamps."""
     path = os.path.join(model_dir, CHECKPOINT_LIST)
     if not paths:
         os.remove(path)
         return
     names = [json.dumps(os.path.relpath(p, model_dir), ensure_ascii=False) for p in paths]
+    times = []
+    for checkpoint in paths:  # when each was written, kept in the order of the list
+        written = max((os.path.getmtime(checkpoint + marker) for marker in CHECKPOINT_MARKERS
+                       if os.path.exists(checkpoint + marker)), default=0.0)
+        times.append(max([written, *times[-1:]]))
     write_text_atomically(path, f"model_checkpoint_path: {names[-1]}\n" + "".join(
-        f"all_model_checkpoint_paths: {name}\n" for name in names))
+        f"all_model_checkpoint_paths: {name}\n" for name in names) + "".join(
+        f"all_model_checkpoint_timestamps: {time!r}\n" for time in times) +
+        f"last_preserved_timestamp: {times[0] - 1.0!r}\n")
 
 
 class CheckpointGone(UserError):

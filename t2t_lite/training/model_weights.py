@@ -4,16 +4,57 @@ TensorFlow trainer's (a tf.train.Checkpoint, read only with TensorFlow)."""
 
 import os
 import re
+import zipfile
+import zlib
 
 import keras
+import numpy as np
 
 from t2t_lite.model_dir import KERAS_WEIGHTS as WEIGHTS
-from t2t_lite.training.checkpoint_list import CheckpointGone
+from t2t_lite.training.checkpoint_list import CheckpointGone, DamagedCheckpoint
 from t2t_lite.utils.errors import UserError
+
+# A Keras checkpoint's second file (the JAX trainer's: t2t_lite.backends.jax.checkpoints),
+# which records the CRC-32 of the first: HDF5 checks no data, so bytes changed in place in a
+# .weights.h5 would load as other weights.
+STATE = ".state.npz"
+WEIGHTS_CRC = "weights_crc32"
 
 
 def is_keras_checkpoint(path):
     return os.path.exists(path + WEIGHTS)
+
+
+def file_crc32(path):
+    crc = 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def weights_match_their_checksum(path):
+    """Whether checkpoint `path`'s .weights.h5 has the CRC-32 its save recorded (True where
+    none was recorded, or the record cannot be read: the restore reports that)."""
+    try:
+        with np.load(path + STATE) as state:
+            if WEIGHTS_CRC not in state.files:
+                return True
+            recorded = int(state[WEIGHTS_CRC])
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error):
+        return True
+    try:
+        return file_crc32(path + WEIGHTS) == recorded
+    except FileNotFoundError:
+        raise CheckpointGone(path) from None
+
+
+def check_weights(path):
+    """Raises DamagedCheckpoint where checkpoint `path`'s .weights.h5 is not the file saved."""
+    if not weights_match_their_checksum(path):
+        raise DamagedCheckpoint(
+            path, f"{os.path.basename(path)}{WEIGHTS} differs from the CRC-32 saved with it",
+            lambda other: is_keras_checkpoint(other) and weights_match_their_checksum(other))
 
 
 def check_resumable(path, backend):
@@ -32,6 +73,7 @@ def restore_model(model, path, hparams_path="its hparams.json"):
     UserError saying so."""
     try:
         if is_keras_checkpoint(path):
+            check_weights(path)
             try:
                 model.load_weights(path + WEIGHTS)
             except FileNotFoundError:

@@ -6,7 +6,8 @@ reads without the other. Checkpoint P (model_dir/ckpt-STEP) is two files:
   converter load it as they load a TensorFlow checkpoint (t2t_lite.training.checkpoint_list
   finds both kinds);
 - P.state.npz: what resuming needs besides: the optimizer's variables, the model's other state
-  (its dropout seeds), and the position in the data.
+  (its dropout seeds), and the position in the data; and the CRC-32 of P.weights.h5, checked
+  before the weights are loaded (numpy's zip checks its own arrays' CRCs).
 
 Both are written under temporary names and renamed, the weights last, and the model_dir's list
 of checkpoints (the `checkpoint` file) is rewritten after them, so that an interrupted save
@@ -18,7 +19,6 @@ import glob
 import json
 import logging
 import os
-
 import zipfile
 import zlib
 
@@ -32,11 +32,17 @@ from t2t_lite.training.checkpoint_list import (
     checkpoint_paths,
     write_list,
 )
+from t2t_lite.training.model_weights import (
+    STATE,
+    WEIGHTS_CRC,
+    check_weights,
+    file_crc32,
+    weights_match_their_checksum,
+)
 from t2t_lite.utils.errors import UserError
 
 logger = logging.getLogger("t2t_lite")
 WEIGHTS = KERAS_WEIGHTS
-STATE = ".state.npz"
 _TEMPORARY = ".saving"
 # What reading a file cut short or corrupted raises: h5py's OSError, numpy's zip errors.
 DAMAGE_ERRORS = (OSError, EOFError, zipfile.BadZipFile, zlib.error)
@@ -51,9 +57,10 @@ def save(model, optimizer, directory, step, position, keep):
     state.update({f"model_{i}": np.asarray(v.value)
                   for i, v in enumerate(model.non_trainable_variables)})
     state["position"] = np.asarray(json.dumps(position))
+    model.save_weights(temporary + WEIGHTS)
+    state[WEIGHTS_CRC] = np.asarray(file_crc32(temporary + WEIGHTS), "int64")
     with open(temporary + STATE, "wb") as f:
         np.savez(f, **state)
-    model.save_weights(temporary + WEIGHTS)
     os.replace(temporary + STATE, path + STATE)
     os.replace(temporary + WEIGHTS, path + WEIGHTS)
     paths = [p for p in checkpoint_paths(directory) if p != path] + [path]
@@ -74,13 +81,15 @@ def remove_partial_saves(directory):
 
 def restore(model, optimizer, path):
     """Loads checkpoint `path` into `model` and `optimizer` (built); its data position is
-    read_position's. A checkpoint without the optimizer's state is a ValueError; one whose
-    files do not read back, a DamagedCheckpoint naming the newest intact one; one removed while
-    it is read, CheckpointGone."""
+    read_position's. One whose files do not read back, or whose weights differ from their
+    CRC-32, is a DamagedCheckpoint naming the newest intact one; so is one without its
+    .state.npz (its weights alone would restart the schedule and the optimizer at step 0); one
+    removed while it is read, CheckpointGone."""
     try:
-        model.load_weights(path + WEIGHTS)
         if not os.path.exists(path + STATE):
-            raise ValueError(f"{path} holds no {STATE} (the optimizer's state)")
+            raise FileNotFoundError(path + STATE)
+        check_weights(path)
+        model.load_weights(path + WEIGHTS)
         with np.load(path + STATE) as state:
             for name, variables in (("optimizer", optimizer.variables),
                                     ("model", model.non_trainable_variables)):
@@ -91,8 +100,10 @@ def restore(model, optimizer, path):
                                     f"this model has {len(variables)}: it is another model's")
                 for variable, key in zip(variables, saved):
                     variable.assign(state[key])
-    except FileNotFoundError:
-        raise CheckpointGone(path) from None
+    except FileNotFoundError as error:
+        if os.path.exists(path + WEIGHTS) and not os.path.exists(path + STATE):
+            raise DamagedCheckpoint(path, f"its {STATE} is missing", is_intact) from None
+        raise CheckpointGone(path) from error
     except DAMAGE_ERRORS as error:
         raise DamagedCheckpoint(path, error, is_intact) from None
 
@@ -111,7 +122,7 @@ def is_intact(path):
                                else None)
         with np.load(path + STATE) as state:
             for key in state.files:
-                state[key]  # noqa: B018 (reads and checks the array)
-    except (FileNotFoundError, *DAMAGE_ERRORS):
+                state[key]
+        return weights_match_their_checksum(path)
+    except (FileNotFoundError, CheckpointGone, *DAMAGE_ERRORS):
         return False
-    return True
