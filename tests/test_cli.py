@@ -81,3 +81,22 @@ def test_model_dir_remembers_its_experiment_and_refuses_contradictions(tmp_path,
     ]:
         code, err = run_trainer(flags + [f"--model_dir={tmp_path}"], capsys)
         assert code == 2 and message in err
+
+
+@pytest.mark.parametrize("script", ["trainer", "decoder"])  # the exporter runs on TensorFlow
+def test_an_unknown_keras_backend_is_one_line(script, tmp_path):
+    """KERAS_BACKEND=bogus ended in a 32-line traceback from Keras's import; the commands that
+    run on KERAS_BACKEND name the backends they run on, before importing Keras, and write
+    nothing."""
+    model_dir = tmp_path / "model"
+    result = subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.argv[0] = 't2t-lite-{script}'; "
+         f"from t2t_lite.cli.{script} import run; run()", f"--model_dir={model_dir}",
+         "--problem=algorithmic_reverse", "--hparams_set=transformer_tiny"][:5 if script ==
+                                                                            "trainer" else 4],
+        env={**os.environ, "KERAS_BACKEND": "bogus"}, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 2 and error_lines(result.stderr) == [
+        f"t2t-lite-{script}: error: Keras runs on bogus, which t2t_lite does not support: set "
+        "KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax"], result.stderr
+    assert not model_dir.exists()
