@@ -19,7 +19,7 @@ class ReplicatedTranslation:
             lambda ids: strategy.experimental_local_results(
                 strategy.run(lambda replica_ids: translator.translate_ids(replica_ids),
                              args=(ids,))),
-            reduce_retracing=True)
+            reduce_retracing=True, autograph=False)
 
     def __call__(self, token_lists, progress=None):
         if self.replicas == 1:

@@ -51,7 +51,8 @@ class Trainer:
             self.optimizer = create_optimizer(hparams)
             self.optimizer.build(self.model.trainable_variables)
         self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
-        self._gradients = (tf.function(self._micro_batch_gradients, jit_compile=True)
+        self._gradients = (tf.function(self._micro_batch_gradients, jit_compile=True,
+                                       autograph=False)
                            if jit_compile else self._micro_batch_gradients)
         self._train_step = None
         self._eval_step = None
@@ -113,7 +114,10 @@ class Trainer:
         "stop_requests": how many replicas (of all workers) were asked to `stop`, and
         "out_of_time": how many found the time budget spent."""
         if self._train_step is None:
-            @tf.function
+            # No AutoGraph, as in Keras's own trainer: the step is Python over Python lists
+            # around keras.ops (the same code runs on JAX), and converting its source was a
+            # third of a small model's first update (benchmarks/first_update.py).
+            @tf.function(autograph=False)
             def step(iterators, stop):
                 batches = [[next(iterator) for _ in range(self.hparams.accumulate_steps)]
                            for iterator in iterators.values()]
@@ -171,7 +175,11 @@ class Trainer:
     def evaluate(self, dataset, max_batches=None):
         """Loss, perplexity, token accuracy and padding over `dataset` (all of it by default)."""
         if self._eval_step is None:
-            @tf.function(reduce_retracing=True)
+            # One trace for every batch shape: each shape traced the forward pass again (three
+            # traces, most of a small model's first evaluation, with reduce_retracing).
+            ids = tf.TensorSpec([None, None], tf.int32)
+
+            @tf.function(input_signature=[{"inputs": ids, "targets": ids}, ids], autograph=False)
             def step(features, labels):
                 logits = self.model(features, training=False)
                 return batch_statistics(logits, features, labels, self.hparams.label_smoothing)
