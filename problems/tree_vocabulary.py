@@ -59,20 +59,23 @@ class ParsingVocabulary(Vocabulary):
     @classmethod
     def load(cls, model_path, symbols_path):
         """The words' SentencePiece model and the treebank's symbols (a JSON object of "tags"
-        and "labels"); a damaged file is a UserError naming it."""
+        and "labels", and the tag dictionary and nesting limits the search keeps to); a damaged
+        file is a UserError naming it and what is wrong."""
         words = SentencePieceVocabulary.load(model_path)
         try:
-            with open(symbols_path, encoding="utf-8") as f:
-                symbols = json.load(f)
-            tags, labels = symbols["tags"], symbols["labels"]
-            word_tags = symbols.get("word_tags")
-            limits = {key: int(symbols[key]) for key in ("max_depth", "max_opens_in_a_row")
-                      if key in symbols}
-        except (ValueError, TypeError, KeyError, AttributeError):
-            raise UserError(f"{symbols_path} is not the symbols file datagen wrote (a JSON "
-                            'object of "tags" and "labels"; damaged?): restore it from a copy, '
-                            "the data shards need these very symbols") from None
-        return cls(words.model_proto, tags, labels, word_tags, **limits)
+            with open(symbols_path, "rb") as f:
+                symbols = json.loads(f.read())
+            wrong = symbols_problem(symbols)
+        except (ValueError, RecursionError):  # not UTF-8, not JSON, nested too deep
+            wrong = "not JSON"
+        if wrong:
+            raise UserError(f"{symbols_path} is not the symbols file datagen wrote ({wrong}; "
+                            "damaged?): restore it from a copy, the data shards need these very "
+                            "symbols")
+        limits = {key: symbols[key] for key in ("max_depth", "max_opens_in_a_row")
+                  if key in symbols}
+        return cls(words.model_proto, symbols["tags"], symbols["labels"],
+                   symbols.get("word_tags"), **limits)
 
     def encode(self, text):
         return self.words.encode(text)
@@ -114,6 +117,33 @@ class ParsingVocabulary(Vocabulary):
         from t2t_lite.problems.tree_graph import InGraphTrees
 
         return InGraphTrees(self.words.in_graph(), self.symbols, self.kinds, self.offset)
+
+
+# The deepest nesting a symbols file may name: trees this deep are far longer than any model's
+# outputs (a limit of 0, or one no training tree reached, made every output flat).
+MAX_NESTING = 10_000
+
+
+def symbols_problem(symbols):
+    """What is wrong with `symbols` (a symbols file's JSON value), or None."""
+    if not isinstance(symbols, dict):
+        return "not a JSON object"
+    for key in ("tags", "labels"):
+        names = symbols.get(key)
+        if not (isinstance(names, list) and all(isinstance(n, str) and n for n in names)
+                and len(set(names)) == len(names)):
+            return f'"{key}" is not a list of distinct names'
+    word_tags = symbols.get("word_tags")
+    if word_tags is not None and not (isinstance(word_tags, dict) and all(
+            isinstance(tags, list) and tags and all(isinstance(t, str) for t in tags)
+            and set(tags) <= set(symbols["tags"]) for tags in word_tags.values())):
+        return '"word_tags" is not an object of words and lists of their "tags"'
+    for key in ("max_depth", "max_opens_in_a_row"):
+        value = symbols.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or not (
+                1 <= value <= MAX_NESTING):
+            return f'"{key}" is {value!r}, not a whole number from 1 to {MAX_NESTING:,}'
+    return None
 
 
 def symbols_path(data_dir, name):

@@ -108,10 +108,11 @@ class ExperimentRecord:
                 for name in differing})
             self.experiment = saved.replace(hparams=changed)
 
-    def record(self, step):
+    def record(self, step, vocabulary=None):
         """Records the experiment in model_dir if it is new or changed since it was read: once
         training starts at `step`, under the model_dir's lock. Training-only hparams changed on
-        resume are logged and recorded with `step`, the first they apply to."""
+        resume are logged and recorded with `step`, the first they apply to. A new experiment
+        records the fingerprint of its `vocabulary` (the Vocabulary it trains with)."""
         if self.unrecorded is None:
             return
         records, change = self.unrecorded
@@ -123,6 +124,8 @@ class ExperimentRecord:
             if any(text is not None for text in records):
                 logger.info("%s holds no checkpoint yet: recording this run's problem, hparams "
                             "and data_dir in place of those of an earlier run", self.model_dir)
+            if vocabulary is not None:
+                self.experiment = self.experiment.replace(vocabulary=vocabulary.fingerprint())
             self.model_dir.write_experiment(self.experiment)
         else:
             logger.info("from step %d on, %s", step, ", ".join(

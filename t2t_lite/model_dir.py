@@ -67,6 +67,9 @@ class Experiment:
     # problem.json: {"init_from", "model_dir", "checkpoint", "step", "optimizer", ...}; None
     # for a model trained from scratch.
     init_from: dict | None = None
+    # Vocabulary.fingerprint() of the vocabulary it was trained with (None: recorded before
+    # model_dirs recorded it).
+    vocabulary: str | None = None
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)
@@ -171,6 +174,9 @@ class ModelDir:
                 type(init_from.get(key)) is kind for key, kind in INIT_FROM_KEYS.items())):
             raise self._damaged(PROBLEM_FILE, '"init_from" is not an object of ' + ", ".join(
                 f'"{key}"' for key in INIT_FROM_KEYS))
+        vocabulary = saved.get("vocabulary")
+        if vocabulary is not None and not isinstance(vocabulary, str):
+            raise self._damaged(PROBLEM_FILE, '"vocabulary" is not a string')
         history = values.pop(HPARAMS_HISTORY, [])
         if not isinstance(history, list):
             raise self._damaged(HPARAMS_FILE, f'"{HPARAMS_HISTORY}" is not a list')
@@ -181,7 +187,7 @@ class ModelDir:
                             "file") from None
         return Experiment(saved["problem"], saved["hparams_set"], hparams,
                           absolute(data_dir) if data_dir else saved["data_dir"], tuple(history),
-                          init_from)
+                          init_from, vocabulary)
 
     def write_experiment(self, experiment):
         """Records a new `experiment` (atomically, file by file)."""
@@ -190,6 +196,8 @@ class ModelDir:
                   "data_dir": experiment.data_dir}
         if experiment.init_from is not None:
             record["init_from"] = experiment.init_from
+        if experiment.vocabulary is not None:
+            record["vocabulary"] = experiment.vocabulary
         write_text_atomically(self.join(PROBLEM_FILE), json.dumps(record, indent=2) + "\n")
 
     def write_hparams(self, experiment):
@@ -245,6 +253,8 @@ class ModelDir:
                                 f"{error.colno}") from None
         except UnicodeDecodeError:
             raise self._damaged(name, "not UTF-8 text") from None
+        except RecursionError:  # arrays or objects nested thousands deep
+            raise self._damaged(name, "JSON nested deeper than Python reads") from None
         if not isinstance(value, kind):
             raise self._damaged(name, f"{JSON_TYPES[type(value)]}, not {JSON_TYPES[kind]}")
         return value

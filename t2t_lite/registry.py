@@ -90,9 +90,23 @@ def problem(name, data_dir=None):
             f"unknown problem '{name}'{did_you_mean(name, problems.names())}: it is neither "
             "registered (`t2t-lite-trainer --registry_help` lists them) nor made from your "
             f"files by t2t-lite-datagen in {data_dir}")
-    with open(spec_path, encoding="utf-8") as f:
-        spec = json.load(f)
-    return problems.get(spec["problem_class"]).from_spec(name, spec)
+    remake = (f"make it again with the t2t-lite-datagen command that wrote {data_dir} (or "
+              "restore it from a copy)")
+    try:
+        with open(spec_path, "rb") as f:
+            spec = json.loads(f.read())
+        registered = spec["problem_class"] if isinstance(spec, dict) else None
+    except (ValueError, RecursionError, KeyError) as error:  # ValueError: not JSON or UTF-8
+        what = "no problem_class" if isinstance(error, KeyError) else "not a JSON record"
+        raise UserError(f"{spec_path} is damaged ({what}): {remake}") from None
+    if not isinstance(registered, str) or registered not in problems.names():
+        raise UserError(f"{spec_path} is damaged (its problem_class {registered!r} is no "
+                        f"registered problem class): {remake}")
+    try:
+        return problems.get(registered).from_spec(name, spec)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise UserError(f"{spec_path} is damaged ({type(error).__name__}: {error}): "
+                        f"{remake}") from None
 
 
 def hparams(name):
@@ -116,8 +130,14 @@ def import_usr_dir(path):
         raise UserError(f"--usr_dir {path}: no such module or package (expected a .py file or a "
                         "directory with __init__.py)")
     module_name = os.path.splitext(os.path.basename(path.rstrip(os.sep)))[0]
-    if module_name in sys.modules:
-        return sys.modules[module_name]
+    loaded = sys.modules.get(module_name)
+    if loaded is not None:
+        if os.path.realpath(getattr(loaded, "__file__", None) or "") == os.path.realpath(init):
+            return loaded  # imported already: registered once
+        # Python finds modules by name: another module of this name is in use (e.g. json).
+        raise UserError(f"--usr_dir {path}: the module name '{module_name}' is taken by "
+                        f"{getattr(loaded, '__file__', None) or 'a built-in module'}, which "
+                        f"t2t_lite imports: rename yours (e.g. my_{module_name})")
     spec = importlib.util.spec_from_file_location(
         module_name, init, submodule_search_locations=[path] if is_package else None)
     module = importlib.util.module_from_spec(spec)

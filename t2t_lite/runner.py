@@ -86,12 +86,21 @@ class Runner:
         """Records the experiment in model_dir now, under its lock, as train() does when it
         starts training: for a model trained, or checkpoints saved, by other means."""
         with self._lock(None):
-            self._record.record(latest_step(self.model_dir.path))
+            self._record.record(latest_step(self.model_dir.path), self.vocabulary)
 
     @property
     def vocabulary(self):
+        """The vocabulary of the data_dir; the one model_dir recorded it was trained with (a
+        vocabulary of another size is named where the checkpoint does not fit it)."""
         if self._vocabulary is None:
-            self._vocabulary = self.problem.vocabulary(self.data_dir)
+            vocabulary = self.problem.vocabulary(self.data_dir)
+            recorded = self.experiment.vocabulary
+            if recorded and vocabulary.fingerprint() != recorded:
+                raise UserError(f"{self.data_dir} holds another {vocabulary.size}-piece "
+                                f"vocabulary than the one {self.model_dir} was trained with "
+                                "(made from another corpus?): pass the --data_dir it was "
+                                "trained on")
+            self._vocabulary = vocabulary
         return self._vocabulary
 
     # Models and the engines that run them.
@@ -217,9 +226,12 @@ class Runner:
             if started["optimizer"]:
                 check_resumable(started["checkpoint"], backend.name)
             source = Runner.from_model_dir(started["model_dir"])
-            self.experiment = self.experiment.replace(init_from=warm_start.start(
-                trainer, started, source.vocabulary, self.vocabulary, self.data_dir,
-                source._restore_model))
+            try:
+                self.experiment = self.experiment.replace(init_from=warm_start.start(
+                    trainer, started, source.vocabulary, self.vocabulary, self.data_dir,
+                    source._restore_model))
+            except DamagedCheckpoint as error:  # the trainer names checkpoints by --init_from
+                raise UserError(error.fix("--init_from")) from None
             trainer.reload()  # the weights were set in the Keras variables
         return trainer
 
@@ -261,7 +273,7 @@ class Runner:
                 trainer = self.trainer(distribution, config.jit_compile)
             resume_from = latest_checkpoint(self.model_dir.path)  # trainer() restored it
             if distribution.is_chief:
-                self._record.record(trainer.step)
+                self._record.record(trainer.step, self.vocabulary)
             translator = self.translator(trainer.model, engine=backend.name,
                                          beam_size=config.eval_beam_size)
             evaluator = Evaluator(

@@ -85,3 +85,19 @@ def test_a_chosen_checkpoint_removed_while_read_is_one_line(model_copy, capsys, 
     assert line.endswith(f"error: checkpoint {model_copy}/ckpt-4 was removed while it was read "
                          "(a trainer keeping only its newest checkpoints?): run the same "
                          "command again"), line
+
+
+def test_a_checkpoint_gone_is_not_taken_for_the_other_trainers(tmp_path, monkeypatch):
+    """On JAX, a checkpoint that a trainer saving every step rotated away between the decoder's
+    choice and its read was called "a checkpoint of the TensorFlow trainer" (no .weights.h5:
+    so, it reasoned, the other kind); it is gone, and is read again as above."""
+    from t2t_lite.training import model_weights
+    from t2t_lite.training.checkpoint_list import CheckpointGone
+
+    gone = str(tmp_path / "ckpt-213")
+    monkeypatch.setattr(model_weights.keras.config, "backend", lambda: "jax")
+    with pytest.raises(CheckpointGone):
+        model_weights.restore_model(None, gone)
+    for backend in ("jax", "tensorflow"):
+        with pytest.raises(CheckpointGone):
+            model_weights.check_resumable(gone, backend)

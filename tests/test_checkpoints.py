@@ -103,6 +103,31 @@ def test_averaging_mistakes_are_one_line_errors(model_dir_with_checkpoints, tmp_
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
+def test_an_average_killed_midway_leaves_nothing_the_next_one_does_not_remove(
+        model_dir_with_checkpoints, tmp_path):
+    """t2t-lite-avg-checkpoints killed while it wrote left its hidden temporary beside the
+    output for good: the next run removes those whose process is gone (their lock is free),
+    and the finished output holds no lock file."""
+    import fcntl
+    import os
+
+    model_dir = model_dir_with_checkpoints.model_dir
+    out = tmp_path / "out"
+    out.mkdir()
+    stale = out / ".averaged-killed"
+    stale.mkdir()
+    (stale / ".lock").write_text("process 1 on a host that was killed\n")
+    (stale / "ckpt-4.index").write_text("half written")
+    running = out / ".averaged-running"  # another process's, still writing: kept
+    running.mkdir()
+    with open(running / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        cli.run(avg_checkpoints.main, [f"--model_dir={model_dir}", "--n=2",
+                                       f"--output_dir={out}/averaged"])
+    assert sorted(os.listdir(out)) == [".averaged-running", "averaged"]
+    assert ".lock" not in os.listdir(out / "averaged")
+
+
 def test_the_best_checkpoint_by_a_metric_is_kept(model_dir_with_checkpoints):
     runner = model_dir_with_checkpoints
     trainer = runner.trainer()

@@ -284,6 +284,63 @@ def test_a_newer_checkpoint_is_converted_anew(trained_reverse, tmp_path, capsys)
                                atol=1e-4, rtol=1e-5)
 
 
+@pytest.mark.parametrize("damage", ["model.bin bytes flipped", "model.bin cut",
+                                    "config.json garbage"])
+def test_a_damaged_cached_conversion_is_converted_again(damage, trained_reverse, tmp_path,
+                                                        caplog):
+    """The conversion is a cache: changed in place (same size) it translated differently with
+    exit 0, cut or garbled it was a 23-line RuntimeError. Its checksums find it damaged, and it
+    is converted again, with a warning, to the same translations."""
+    import shutil
+
+    from t2t_lite.runner import Runner
+
+    model_dir = str(tmp_path / "model")
+    shutil.copytree(trained_reverse.model_dir, model_dir,
+                    ignore=shutil.ignore_patterns("ctranslate2", "export*", "eval", "train"))
+    runner = Runner.from_model_dir(model_dir)
+    path = conversion(runner)
+    expected = [t.text for t in runner.translator(beam_size=1, engine="ctranslate2")
+                .translate(SOURCES)]
+    damaged = os.path.join(path, "config.json" if "config" in damage else "model.bin")
+    size = os.path.getsize(damaged)
+    with open(damaged, "r+b") as f:
+        if "flipped" in damage:
+            f.seek(size // 2)
+            flipped = bytes(byte ^ 0xFF for byte in f.read(4096))
+            f.seek(size // 2)
+            f.write(flipped)
+        elif "cut" in damage:
+            f.truncate(size // 2)
+        else:
+            f.truncate(0)
+            f.write(b"{not json")
+    again = conversion(runner)
+    assert again == path and "is damaged" in caplog.text and "converting again" in caplog.text
+    assert [t.text for t in runner.translator(beam_size=1, engine="ctranslate2")
+            .translate(SOURCES)] == expected
+
+
+def test_a_cache_directory_that_is_a_link_is_refused(trained_reverse, tmp_path):
+    """With MODEL_DIR/ctranslate2 a link to another directory, the decoder refreshed its cache
+    there and deleted that directory's subdirectories."""
+    import shutil
+
+    from t2t_lite.runner import Runner
+    from t2t_lite.utils.errors import UserError
+
+    model_dir = str(tmp_path / "model")
+    shutil.copytree(trained_reverse.model_dir, model_dir,
+                    ignore=shutil.ignore_patterns("ctranslate2", "export*", "eval", "train"))
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "precious").mkdir(parents=True)
+    os.symlink(elsewhere, os.path.join(model_dir, "ctranslate2"))
+    with pytest.raises(UserError, match=f"^{model_dir}/ctranslate2 is a link to {elsewhere}, "
+                       "where t2t_lite would replace what it holds: remove the link"):
+        conversion(Runner.from_model_dir(model_dir))
+    assert os.listdir(elsewhere) == ["precious"]
+
+
 def test_the_exported_directory_serves_with_ctranslate2_alone(trained_reverse, tmp_path,
                                                               capsys):
     """`--format=ctranslate2` writes a numbered version that CTranslate2 loads and that

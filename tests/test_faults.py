@@ -95,6 +95,52 @@ def test_a_damaged_checkpoint_is_named_and_the_trainer_resumes_before_it(
         np.testing.assert_allclose(resumed[name], original[name], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("damage", ["index cut", "index emptied", "data bytes flipped"])
+def test_a_checkpoint_damaged_in_place_is_named_and_the_trainer_resumes_from_what_is_intact(
+        damage, model_copy, short_reverse_data, capsys):
+    """Files damaged in place, not deleted: an index cut in half or emptied ended the decoder
+    and the trainer in "OpError: not an sstable" (50 lines); 16 bytes flipped in the middle of
+    the .data (there: the data position, which the decoder does not read) ended the trainer in
+    a DataLossError (242 lines). The decoder names a damaged checkpoint and the intact one to
+    pass, or decodes; the trainer resumes from the newest intact state, with a warning."""
+    from t2t_lite.cli import decoder, trainer
+
+    latest = f"{model_copy}/ckpt-4"
+    (data,) = glob.glob(f"{latest}.data-*")
+    if damage == "index cut":
+        with open(f"{latest}.index", "r+b") as f:
+            f.truncate(os.path.getsize(f"{latest}.index") // 2)
+    elif damage == "index emptied":
+        open(f"{latest}.index", "wb").close()
+    else:
+        with open(data, "r+b") as f:
+            f.seek(os.path.getsize(data) // 2)
+            flipped = bytes(byte ^ 0xFF for byte in f.read(16))
+            f.seek(os.path.getsize(data) // 2)
+            f.write(flipped)
+    source = os.path.join(model_copy, "source.txt")
+    write_text_atomically(source, "1 2 3\n")
+
+    code, out, err = run_cli(decoder.main, [f"--model_dir={model_copy}",
+                                            f"--decode_from_file={source}"], capsys)
+    if damage.startswith("index"):
+        reason = {"index cut": "not an sstable (bad magic number)",
+                  "index emptied": "file is too short to be an sstable"}[damage]
+        assert code == 2 and out == "" and error_lines(err) == [
+            f"t2t-lite: error: checkpoint {latest} is damaged ({reason}; a bad copy or sync?): "
+            f"pass --checkpoint_path={model_copy}/ckpt-2, the newest intact one"], err
+    else:  # the weights read back: the same translation as before the damage
+        assert code == 0 and len(out.splitlines()) == 1, err
+
+    code, out, err = run_cli(trainer.main, train_flags(model_copy, short_reverse_data, 6), capsys)
+    assert code == 0 and "final evaluation at step 6:" in out, err
+    if damage.startswith("index"):
+        assert f"checkpoint {latest} is damaged" in err and "(step 2)" in err
+    else:
+        assert (f"the data position saved in {latest} is damaged (DataLossError): the data "
+                "starts afresh") in err and "(step 4)" in err
+
+
 @pytest.mark.parametrize("damage, newest", [("index deleted", 2), ("list names ckpt-9", 4),
                                             ("list names ckpt-2 and ckpt-9", 4)])
 def test_a_missing_checkpoint_is_named_and_the_newest_one_there_is_used(
@@ -177,6 +223,36 @@ def test_a_file_size_limit_while_saving_is_one_line_and_leaves_no_partial_checkp
     assert code == 0, err
     assert not glob.glob(f"{model_copy}/*_temp") and tf.train.latest_checkpoint(model_copy) == (
         f"{model_copy}/ckpt-6")
+
+
+def test_a_file_size_limit_while_averaging_is_one_line_and_leaves_nothing(
+        model_copy, tmp_path, capsys, monkeypatch):
+    """The saves of best/ and of an average (t2t-lite-avg-checkpoints, --average_last) ended in
+    a 58-66 line ResourceExhaustedError on a full disk: one line naming the cause, and no
+    output or temporary left."""
+    import resource
+    import signal
+
+    from t2t_lite.cli import avg_checkpoints
+
+    monkeypatch.setattr(signal, "SIGXFSZ", signal.SIGXFSZ)  # restored handler below
+    previous_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+    # Below the average's weights and Adam moments (no data position: smaller than ckpt-4).
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16_384, limits[1]))
+    try:
+        code, _, err = run_cli(avg_checkpoints.main, [
+            f"--model_dir={model_copy}", "--n=2", f"--output_dir={tmp_path}/averaged"], capsys)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+        signal.signal(signal.SIGXFSZ, previous_handler)
+    assert code == 2, err
+    (error,) = error_lines(err)
+    assert error.startswith(f"t2t-lite: error: cannot save the checkpoint of step 4 in "
+                            f"{tmp_path} ("), error
+    assert "File too large): it writes files of about " in error and "[Op:" not in error
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]  # temporaries
+    assert not os.path.exists(f"{tmp_path}/averaged") or not os.listdir(f"{tmp_path}/averaged")
 
 
 def test_a_save_refused_for_another_cause_names_it_not_free_space(model_copy,
@@ -339,6 +415,21 @@ def test_a_usr_dir_with_a_syntax_error_names_its_file_and_line(tmp_path, capsys)
     assert code == 2
     assert err == (f"t2t-lite: error: --usr_dir {tmp_path / 'broken.py'} line 3: invalid "
                    "syntax: fix the syntax error there\n")
+
+
+def test_a_usr_dir_named_like_a_module_in_use_is_one_line(tmp_path, capsys):
+    """A json.py was silently not loaded (Python's json was returned for it), and the error
+    then said its problem was unknown."""
+    import json as stdlib_json
+
+    from t2t_lite.cli import trainer
+
+    (tmp_path / "json.py").write_text("raise RuntimeError('the user module ran')\n")
+    code, _, err = run_cli(trainer.main, [f"--usr_dir={tmp_path / 'json.py'}",
+                                          "--registry_help"], capsys)
+    assert code == 2 and err == (
+        f"t2t-lite: error: --usr_dir {tmp_path / 'json.py'}: the module name 'json' is taken by "
+        f"{stdlib_json.__file__}, which t2t_lite imports: rename yours (e.g. my_json)\n")
 
 
 @pytest.mark.parametrize("files, where, message", [

@@ -268,6 +268,35 @@ def test_weights_changed_in_place_are_named_not_decoded(small_uninterrupted, tmp
     assert code == 0 and len(out.splitlines()) == 1, err
 
 
+def test_tensorflow_tools_name_a_jax_checkpoint_as_such(small_uninterrupted, tmp_path, capsys):
+    """t2t-lite-avg-checkpoints and --init_from_optimizer on TensorFlow, given a JAX-trained
+    model_dir, said its checkpoint "was removed while it was read": they name the trainer that
+    wrote it and the backend to run them on."""
+    import shutil
+
+    from cli_output import error_lines, run_cli
+
+    from t2t_lite.cli import avg_checkpoints, trainer
+
+    model_dir = str(tmp_path / "jax_model")
+    shutil.copytree(small_uninterrupted, model_dir)
+    latest, first_averaged = latest_checkpoint(model_dir), checkpoint_paths(model_dir)[-2]
+    code, _, err = run_cli(avg_checkpoints.main, [f"--model_dir={model_dir}", "--n=2",
+                                                  f"--output_dir={tmp_path / 'avg'}"], capsys)
+    assert code == 2 and error_lines(err) == [
+        f"t2t-lite: error: {first_averaged} is a checkpoint of the JAX trainer "
+        f"({first_averaged}.weights.h5 "
+        "and .state.npz), whose optimizer state only it reads: run this with "
+        "KERAS_BACKEND=jax"], err
+    code, _, err = run_cli(trainer.main, [
+        f"--model_dir={tmp_path / 'started'}", f"--init_from={model_dir}",
+        "--init_from_optimizer", "--train_steps=61", "--eval_steps=1",
+        "--eval_decode_examples=0"], capsys)
+    assert code == 2 and error_lines(err) == [
+        f"t2t-lite: error: {latest} is a checkpoint of the jax trainer, which only it can "
+        "resume: run the trainer with KERAS_BACKEND=jax"], err
+
+
 @pytest.mark.parametrize("optimizer", [False, True], ids=["weights", "with_optimizer"])
 def test_init_from_starts_a_jax_run_from_another_models_weights(
         optimizer, small_uninterrupted, tmp_path):

@@ -149,6 +149,10 @@ def test_hparams_json_is_checked_as_strictly_as_hparams(
      "not JSON: Expecting ',' delimiter at line 1 column 35"),
     ("eval/history.json", '[{"step": 2}]',
      'its entry 1 is not an object with "step" and "metrics"'),
+    # Nested 100,000 deep: a RecursionError (a traceback) from json.
+    ("hparams.json", "[" * 100_000 + "]" * 100_000, "JSON nested deeper than Python reads"),
+    ("eval/history.json", '{"a":' * 100_000 + "1" + "}" * 100_000,
+     "JSON nested deeper than Python reads"),
 ])
 def test_a_damaged_record_of_the_model_dir_is_one_line(name, content, reason, model_copy,
                                                        short_reverse_data, capsys):

@@ -51,3 +51,23 @@ def test_usr_dir_registers_user_hparams(tmp_path):
     assert registry.hparams("my_user_set").d_model == 64
     with pytest.raises(UserError, match="no such module"):
         registry.import_usr_dir(str(tmp_path / "missing"))
+
+
+@pytest.mark.parametrize("content, what", [
+    ('{"problem_class": "TranslateFiles", "vocab', "not a JSON record"),  # cut short
+    ("", "not a JSON record"),
+    ('{"vocab_size": 8000}', "no problem_class"),
+    ('{"problem_class": "NoSuchClass"}', "its problem_class 'NoSuchClass' is no registered "
+     "problem class"),
+    ("[" * 100_000 + "]" * 100_000, "not a JSON record"),  # RecursionError in json
+])
+def test_a_damaged_problem_record_of_a_data_dir_is_one_line(content, what, tmp_path):
+    """DATA_DIR/NAME.problem.json (what t2t-lite-datagen made of the user's files) cut short,
+    emptied or edited ended in a JSONDecodeError or KeyError traceback."""
+    path = tmp_path / "my_problem.problem.json"
+    path.write_text(content)
+    with pytest.raises(UserError) as error:
+        registry.problem("my_problem", str(tmp_path))
+    assert str(error.value) == (
+        f"{path} is damaged ({what}): make it again with the t2t-lite-datagen command that "
+        f"wrote {tmp_path} (or restore it from a copy)")

@@ -116,11 +116,21 @@ def test_a_damaged_model_is_one_error_naming_it(vocabulary, tmp_path, damage):
         SentencePieceVocabulary.load(str(damaged))
 
 
-@pytest.mark.parametrize("symbols", ['{"tags": ["NN"], "labels"', '["NN", "NP"]',
-                                     '{"tags": ["NN"]}'])
+@pytest.mark.parametrize("symbols", [
+    '{"tags": ["NN"], "labels"', '["NN", "NP"]', '{"tags": ["NN"]}', "[" * 100_000,
+    # Values of the wrong type or range: tracebacks, or (a depth no tree has) flat trees.
+    '{"tags": "NN", "labels": ["NP"]}',
+    '{"tags": ["NN"], "labels": ["NP"], "word_tags": ["NN"]}',
+    '{"tags": ["NN"], "labels": ["NP"], "word_tags": {"the": 3}}',
+    '{"tags": ["NN"], "labels": ["NP"], "word_tags": {"the": ["VB"]}}',
+    '{"tags": ["NN"], "labels": ["NP"], "max_depth": 0}',
+    '{"tags": ["NN"], "labels": ["NP"], "max_depth": 1e999}',
+    '{"tags": ["NN"], "labels": ["NP"], "max_opens_in_a_row": 1099511627776}',
+])
 def test_a_parsing_vocabulary_names_its_damaged_file(vocabulary, tmp_path, symbols):
     """The treebank's words model (as above) and its symbols file: cut short, another JSON
-    shape, a missing key; before, SentencePiece's or json's traceback, or a KeyError."""
+    shape, a missing key, values of the wrong type or out of range; before, SentencePiece's or
+    json's traceback, a KeyError or TypeError, or (max_depth 0) flat trees without a word."""
     from t2t_lite.problems.tree_vocabulary import ParsingVocabulary
 
     model, symbols_file = tmp_path / "words.model", tmp_path / "symbols.json"

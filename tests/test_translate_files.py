@@ -1,18 +1,21 @@
 """A user's own parallel files made into a trainable problem by t2t-lite-datagen, with no Python
 code; and every mistake in those files or flags is one line and exit status 2."""
 
+import glob
 import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 
 import pytest
 from cli_output import error_lines
+from sentencepiece import sentencepiece_model_pb2
 
 from t2t_lite import cli, registry
-from t2t_lite.cli import datagen, trainer
+from t2t_lite.cli import datagen, decoder, trainer
 from t2t_lite.backends.tensorflow.pipeline import read_examples
 from t2t_lite.runner import Runner
 from t2t_lite.utils.errors import UserError
@@ -127,8 +130,8 @@ def trained(data_dir, tmp_path_factory):
     return model_dir, metrics
 
 
-def test_the_trainer_learns_the_users_problem_from_its_data_dir(corpus, trained, tmp_path,
-                                                                capsys):
+def test_the_trainer_learns_the_users_problem_from_its_data_dir(corpus, data_dir, trained,
+                                                                tmp_path, capsys):
     model_dir, metrics = trained
     # Words are single pieces drawn at random: without reading the source, a model could
     # predict little beyond where the sentence ends (EOS is 1 token in 7).
@@ -144,8 +147,29 @@ def test_the_trainer_learns_the_users_problem_from_its_data_dir(corpus, trained,
                   "--target_lang=de", "--vocab_size=400", f"--data_dir={other_data_dir}"])
     code, err = run(trainer.main, [f"--model_dir={model_dir}", f"--data_dir={other_data_dir}",
                                    "--train_steps=300"], capsys)
-    assert code == 2 and len(error_lines(err)) == 1
-    assert "does not fit a model for the 400-piece vocabulary of" in err
+    assert code == 2 and error_lines(err) == [
+        f"t2t-lite: error: {other_data_dir} holds another 400-piece vocabulary than the one "
+        f"{model_dir} was trained with (made from another corpus?): pass the --data_dir it was "
+        "trained on"]
+
+    # Another vocabulary of the same size (here: two of its pieces swapped, as another corpus
+    # would order them) decoded every sentence into other words, exit 0.
+    same_size = str(tmp_path / "same_size_vocabulary")
+    shutil.copytree(data_dir, same_size)
+    (model_file,) = glob.glob(os.path.join(same_size, "*.model"))
+    with open(model_file, "rb") as f:
+        proto = sentencepiece_model_pb2.ModelProto.FromString(f.read())
+    proto.pieces[10].piece, proto.pieces[11].piece = proto.pieces[11].piece, proto.pieces[10].piece
+    with open(model_file, "wb") as f:
+        f.write(proto.SerializeToString())
+    source = tmp_path / "source.txt"
+    source.write_text("a sentence\n")
+    code, err = run(decoder.main, [f"--model_dir={model_dir}", f"--data_dir={same_size}",
+                                   f"--decode_from_file={source}"], capsys)
+    assert code == 2 and error_lines(err) == [
+        f"t2t-lite: error: {same_size} holds another {VOCAB_SIZE}-piece vocabulary than the one "
+        f"{model_dir} was trained with (made from another corpus?): pass the --data_dir it was "
+        "trained on"]
 
 
 def test_the_ctranslate2_engine_translates_the_users_model_as_t2t_lite(trained, data_dir):

@@ -167,6 +167,11 @@ def mistaken_sources(tiny_model, tmp_path):
     unrecorded = tmp_path / "unrecorded"
     shutil.copytree(tiny_model, unrecorded)
     os.remove(unrecorded / "hparams.json")
+    damaged = tmp_path / "damaged"
+    shutil.copytree(tiny_model, damaged)
+    (data,) = damaged.glob("ckpt-4.data-*")
+    with open(data, "r+b") as f:
+        f.truncate(data.stat().st_size // 2)
     reshaped = tmp_path / "reshaped"
     shutil.copytree(tiny_model, reshaped)
     hparams = json.loads((reshaped / "hparams.json").read_text())
@@ -178,6 +183,10 @@ def mistaken_sources(tiny_model, tmp_path):
         (unrecorded, [], f"{unrecorded} is not a t2t_lite model_dir"),
         (tiny_model, ["--hparams=d_model=64"], "--hparams d_model=64: the model of --init_from "
          "has d_model=32"),
+        # Damaged: the fix names --init_from (it named --checkpoint_path, which the trainer
+        # does not take).
+        (damaged, [], f"checkpoint {damaged}/ckpt-4 is damaged (Read less bytes than requested;"
+         f" a bad copy or sync?): pass --init_from={damaged}/ckpt-2, the newest intact one"),
         # Its optimizer's step is past the run's end: nothing would be trained or saved.
         (tiny_model, ["--init_from_optimizer", "--train_steps=4"], "--init_from_optimizer "
          f"carries over step 4 of {tiny_model}/ckpt-4, so --train_steps=4 leaves nothing to "

@@ -2,6 +2,7 @@
 each has an in-graph twin for the exported model (`in_graph()`,
 t2t_lite.backends.tensorflow.vocabulary)."""
 
+import hashlib
 import io
 import os
 import re
@@ -55,6 +56,13 @@ class Vocabulary:
 
     def _make_in_graph(self):
         raise NotImplementedError
+
+    def fingerprint(self):
+        """A digest of the tokens, id by id: what a model_dir records of the vocabulary it was
+        trained with, so that a data_dir of another corpus (another vocabulary of the same
+        size) is refused rather than decoded into other words."""
+        text = "\n".join(self.tokens()).encode("utf-8", "surrogateescape")
+        return "sha256:" + hashlib.sha256(text).hexdigest()
 
     def tokens(self):
         """The distinct string of each id 0..size-1, for engines that take tokens, not ids."""

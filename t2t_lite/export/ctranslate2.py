@@ -13,6 +13,7 @@ token <-> id is the identity) and, for a SentencePiece vocabulary, sentencepiece
 """
 
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -27,6 +28,7 @@ from t2t_lite.model_dir import CHECKPOINT_MARKERS
 from t2t_lite.training.checkpoint_list import CheckpointGone
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import (
+    file_crc32,
     locked_temporary_directory,
     remove_stale_temporaries,
     write_bytes_atomically,
@@ -38,8 +40,11 @@ logger = logging.getLogger("t2t_lite")
 SENTENCEPIECE_FILE = "sentencepiece.model"
 MIN_POSITIONS = 1024  # rows of the position table, at least; outputs may not reach beyond
 # In the cached conversions' names: a conversion of an older t2t_lite (2: the alignment layer
-# added) is converted anew.
-CONVERSION_VERSION = 2
+# added; 3: with CHECKSUMS) is converted anew.
+CONVERSION_VERSION = 3
+# In a cached conversion: the CRC-32 of each of its files, checked before it is used (a cache
+# damaged in place gave other translations, or a RuntimeError, and was never made again).
+CHECKSUMS = "t2t_lite_checksums.json"
 
 
 def num_positions(hparams):
@@ -152,11 +157,20 @@ def cached_conversion(model_dir, checkpoint, load_model, vocabulary):
     loading."""
     import_ctranslate2()
     cache_dir = model_dir.ctranslate2_cache
+    if os.path.islink(cache_dir):  # its other conversions are deleted: never through a link
+        raise UserError(f"{cache_dir} is a link to {os.path.realpath(cache_dir)}, where "
+                        "t2t_lite would replace what it holds: remove the link (the conversion "
+                        "is cached there anew)")
     key = _cache_key(model_dir.path, checkpoint)
     path = os.path.join(cache_dir, key)
     if os.path.isfile(os.path.join(path, "model.bin")):
-        logger.info("using the CTranslate2 conversion %s", path)
-        return path
+        damage = _damage(path)
+        if not damage:
+            logger.info("using the CTranslate2 conversion %s", path)
+            return path
+        logger.warning("the CTranslate2 conversion %s is damaged (%s): converting again", path,
+                       damage)
+        shutil.rmtree(path, ignore_errors=True)
     model = load_model()
     with contextlib.ExitStack() as stack:
         try:
@@ -171,6 +185,7 @@ def cached_conversion(model_dir, checkpoint, load_model, vocabulary):
         with write_refusals_named("keep the CTranslate2 conversion", cache_dir):
             try:
                 save(model, vocabulary, os.path.join(temporary, "model"))
+                _write_checksums(os.path.join(temporary, "model"))
                 os.replace(os.path.join(temporary, "model"), path)
             except OSError:
                 if not os.path.isfile(os.path.join(path, "model.bin")):  # another's is as good
@@ -180,6 +195,30 @@ def cached_conversion(model_dir, checkpoint, load_model, vocabulary):
             shutil.rmtree(os.path.join(cache_dir, name), ignore_errors=True)
     logger.info("converted %s for CTranslate2 into %s", checkpoint, path)
     return path
+
+
+def _write_checksums(path):
+    sums = {name: file_crc32(os.path.join(path, name)) for name in sorted(os.listdir(path))}
+    with open(os.path.join(path, CHECKSUMS), "w", encoding="utf-8") as f:
+        json.dump(sums, f)
+
+
+def _damage(path):
+    """What is wrong with the cached conversion at `path`, or None where its files are those
+    written (CHECKSUMS)."""
+    try:
+        with open(os.path.join(path, CHECKSUMS), "rb") as f:
+            sums = json.loads(f.read())
+        names = set(os.listdir(path)) - {CHECKSUMS}
+        if not isinstance(sums, dict) or set(sums) != names:
+            return "its files are not those converted"
+        for name, crc in sums.items():
+            if os.path.islink(os.path.join(path, name)) or file_crc32(
+                    os.path.join(path, name)) != crc:
+                return f"{name} changed since it was converted"
+    except (OSError, ValueError, RecursionError) as error:
+        return f"{CHECKSUMS}: {getattr(error, 'strerror', None) or 'not JSON'}"
+    return None
 
 
 def _cache_key(model_dir, checkpoint):

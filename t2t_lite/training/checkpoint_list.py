@@ -212,8 +212,12 @@ class DamagedCheckpoint(UserError):
     def __init__(self, path, error, is_intact):
         intact = [p for p in reversed(checkpoint_paths(os.path.dirname(path)))
                   if p != path and is_intact(p)]
-        fix = (f"pass --checkpoint_path={intact[0]}, the newest intact one" if intact else
-               "copy it again from where it was made")
+        self.newest_intact = intact[0] if intact else None
         self.damage = f"checkpoint {path} is damaged ({error}; a bad copy or sync?)"
-        super().__init__(f"{self.damage}: {fix}")
+        super().__init__(self.fix("--checkpoint_path"))
+
+    def fix(self, flag):
+        """The message, with the fix given to `flag` (the option that names a checkpoint)."""
+        return self.damage + (f": pass {flag}={self.newest_intact}, the newest intact one"
+                              if self.newest_intact else ": copy it again from where it was made")
 

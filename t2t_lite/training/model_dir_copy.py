@@ -8,7 +8,12 @@ import tempfile
 
 from t2t_lite.model_dir import ModelDir
 from t2t_lite.utils.errors import UserError
-from t2t_lite.utils.files import make_directory, temporary_directory
+from t2t_lite.utils.files import (
+    locked_temporary_directory,
+    make_directory,
+    remove_stale_temporaries,
+    unlock_for_rename,
+)
 
 
 def check_new_dir(output_dir):
@@ -29,20 +34,19 @@ def save_model_dir(write_checkpoint, step, model_dir, output_dir, info, replace=
         check_new_dir(output_dir)
     parent = os.path.dirname(output_dir)
     os.makedirs(parent, exist_ok=True)
-    temporary = temporary_directory(parent, f".{os.path.basename(output_dir)}-")
-    try:
+    prefix = f".{os.path.basename(output_dir)}-"
+    remove_stale_temporaries(parent, prefix)  # those of a run killed while it wrote
+    with locked_temporary_directory(parent, prefix) as temporary:  # removed if this fails
         for path in ModelDir(model_dir).experiment_files():
             shutil.copy(path, temporary)
         ModelDir(temporary).write_info(info)
         saved = write_checkpoint(temporary, step)
+        unlock_for_rename(temporary)
         if os.path.isdir(output_dir):
-            old = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output_dir)}-old-")
+            old = tempfile.mkdtemp(dir=parent, prefix=f"{prefix}old-")
             os.replace(output_dir, old)
             os.replace(temporary, output_dir)
             shutil.rmtree(old)
         else:
             os.replace(temporary, output_dir)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
     return os.path.join(output_dir, os.path.basename(saved))

@@ -13,6 +13,7 @@ import numpy as np
 from t2t_lite.model_dir import KERAS_WEIGHTS as WEIGHTS
 from t2t_lite.training.checkpoint_list import CheckpointGone, DamagedCheckpoint
 from t2t_lite.utils.errors import UserError
+from t2t_lite.utils.files import file_crc32
 
 # A Keras checkpoint's second file (the JAX trainer's: t2t_lite.backends.jax.checkpoints),
 # which records the CRC-32 of the first: HDF5 checks no data, so bytes changed in place in a
@@ -23,14 +24,6 @@ WEIGHTS_CRC = "weights_crc32"
 
 def is_keras_checkpoint(path):
     return os.path.exists(path + WEIGHTS)
-
-
-def file_crc32(path):
-    crc = 0
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            crc = zlib.crc32(block, crc)
-    return crc
 
 
 def weights_match_their_checksum(path):
@@ -61,6 +54,8 @@ def check_resumable(path, backend):
     """Fails unless the trainer of `backend` can resume from checkpoint `path`: each trainer
     reads only its own optimizer state."""
     keras_checkpoint = is_keras_checkpoint(path)
+    if not keras_checkpoint and not os.path.exists(path + ".index"):
+        raise CheckpointGone(path)  # removed since it was chosen: not another trainer's
     if keras_checkpoint != (backend == "jax"):
         writer = "jax" if keras_checkpoint else "tensorflow"
         raise UserError(f"{path} is a checkpoint of the {writer} trainer, which only it can "
@@ -79,6 +74,8 @@ def restore_model(model, path, hparams_path="its hparams.json"):
             except FileNotFoundError:
                 raise CheckpointGone(path) from None
             return
+        if not os.path.exists(path + ".index"):  # neither kind: rotated away as it was read
+            raise CheckpointGone(path)
         if keras.config.backend() != "tensorflow":
             raise UserError(f"{path} is a checkpoint of the TensorFlow trainer, which only "
                             "TensorFlow reads: decode it with KERAS_BACKEND=tensorflow")

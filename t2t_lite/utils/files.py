@@ -9,6 +9,7 @@ import shutil
 import socket
 import tempfile
 import time
+import zlib
 
 from t2t_lite.utils.errors import UserError
 
@@ -121,6 +122,22 @@ def locked_temporary_directory(parent, prefix):
             yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def file_crc32(path):
+    """The CRC-32 of the file at `path`: what a cache or checkpoint records of a file that its
+    format does not check itself (HDF5, CTranslate2's model.bin)."""
+    crc = 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def unlock_for_rename(path):
+    """Removes the lock file of the locked_temporary_directory at `path` (its lock stays held
+    until the block ends) so that it is not part of what the directory is renamed to."""
+    os.remove(os.path.join(path, _LOCK_NAME))
 
 
 def remove_stale_temporaries(parent, prefix):

@@ -15,6 +15,7 @@ leaves the previous checkpoint the latest. The oldest beyond `keep` are removed,
 tf.train.CheckpointManager removes them.
 """
 
+import contextlib
 import glob
 import json
 import logging
@@ -36,10 +37,10 @@ from t2t_lite.training.model_weights import (
     STATE,
     WEIGHTS_CRC,
     check_weights,
-    file_crc32,
     weights_match_their_checksum,
 )
 from t2t_lite.utils.errors import UserError
+from t2t_lite.utils.files import error_cause, file_crc32, write_failure
 
 logger = logging.getLogger("t2t_lite")
 WEIGHTS = KERAS_WEIGHTS
@@ -57,12 +58,23 @@ def save(model, optimizer, directory, step, position, keep):
     state.update({f"model_{i}": np.asarray(v.value)
                   for i, v in enumerate(model.non_trainable_variables)})
     state["position"] = np.asarray(json.dumps(position))
-    model.save_weights(temporary + WEIGHTS)
-    state[WEIGHTS_CRC] = np.asarray(file_crc32(temporary + WEIGHTS), "int64")
-    with open(temporary + STATE, "wb") as f:
-        np.savez(f, **state)
-    os.replace(temporary + STATE, path + STATE)
-    os.replace(temporary + WEIGHTS, path + WEIGHTS)
+    try:
+        model.save_weights(temporary + WEIGHTS)
+        state[WEIGHTS_CRC] = np.asarray(file_crc32(temporary + WEIGHTS), "int64")
+        with open(temporary + STATE, "wb") as f:
+            np.savez(f, **state)
+        os.replace(temporary + STATE, path + STATE)
+        os.replace(temporary + WEIGHTS, path + WEIGHTS)
+    except OSError as error:  # a full disk, a file-size limit, permissions: nothing partial
+        for suffix in (WEIGHTS, STATE):
+            with contextlib.suppress(OSError):
+                os.remove(temporary + suffix)
+        size = sum(value.nbytes for value in state.values()) + sum(
+            int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in model.weights)
+        what = f"save the checkpoint of step {step}"
+        raise UserError(write_failure(error, what, directory, size) or (
+            f"cannot {what} in {directory} ({error_cause(error)}): fix that and run the same "
+            "command again")) from None
     paths = [p for p in checkpoint_paths(directory) if p != path] + [path]
     write_list(directory, paths[-keep:])
     for old in paths[:-keep]:

@@ -6,6 +6,7 @@ trainer's, t2t_lite.backends.jax.checkpoints.
 
 import glob
 import logging
+import math
 import os
 import shutil
 
@@ -13,6 +14,7 @@ import keras
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from t2t_lite.model_dir import KERAS_WEIGHTS
 from t2t_lite.training.checkpoint_list import CheckpointGone, DamagedCheckpoint
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import error_cause, write_failure
@@ -27,8 +29,15 @@ LEGACY_NORMS = {"encoder_layers": ("self_attention_norm", "feed_forward_norm"),
                                    "feed_forward_norm")}
 
 
-# What TensorFlow raises reading a checkpoint whose files were cut short or corrupted.
+# What TensorFlow raises reading a checkpoint whose files were cut short or corrupted; and
+# is_damage's OpError of unknown code, which the checkpoint reader raises for an index that is
+# no table ("not an sstable (bad magic number)": cut, emptied or overwritten).
 DAMAGE_ERRORS = (IndexError, tf.errors.DataLossError, tf.errors.OutOfRangeError)
+
+
+def is_damage(error):
+    return isinstance(error, DAMAGE_ERRORS) or (
+        type(error) is tf.errors.OpError and error.error_code == tf.errors.UNKNOWN)
 
 
 def is_intact(path):
@@ -39,25 +48,34 @@ def is_intact(path):
         for name, dtype in reader.get_variable_to_dtype_map().items():
             if dtype != tf.variant:
                 reader.get_tensor(name)
-    except (*DAMAGE_ERRORS, tf.errors.NotFoundError):  # NotFoundError: its index is missing
+    except tf.errors.NotFoundError:  # its index is missing
         return False
+    except (IndexError, tf.errors.OpError) as error:
+        if is_damage(error):
+            return False
+        raise
     return True
 
 
 def restore_existing(checkpoint, path):
     """Restores every object of `checkpoint` from `path`, failing if one is missing there; what
     else the file holds (a trainer's data positions and dropout seeds) is not needed here. A
-    damaged checkpoint is a DamagedCheckpoint naming the newest intact one."""
+    damaged checkpoint is a DamagedCheckpoint naming the newest intact one; one of the JAX
+    trainer (its optimizer state is in a .state.npz) a UserError saying so."""
+    if os.path.exists(path + KERAS_WEIGHTS) and not os.path.exists(path + ".index"):
+        raise UserError(f"{path} is a checkpoint of the JAX trainer ({path}{KERAS_WEIGHTS} and "
+                        ".state.npz), whose optimizer state only it reads: run this with "
+                        "KERAS_BACKEND=jax")
     try:
         reader = tf.train.load_checkpoint(path)
         checkpoint = _with_optimizer_as_saved(checkpoint, reader)
         if _names_norms_by_index(reader):
             checkpoint = _with_legacy_norm_names(checkpoint)
         checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
-    except (*DAMAGE_ERRORS, tf.errors.NotFoundError) as error:
+    except (IndexError, tf.errors.OpError) as error:
         if not (os.path.exists(path + ".index") and glob.glob(glob.escape(path) + ".data-*")):
             raise CheckpointGone(path) from None
-        if isinstance(error, tf.errors.NotFoundError):
+        if not is_damage(error):
             raise
         raise DamagedCheckpoint(path, error, is_intact) from None
 
@@ -144,6 +162,24 @@ def _with_legacy_norm_names(checkpoint):
 
 def checkpoint_writer(checkpoint):
     """write_checkpoint(directory, step) -> path, which saves `checkpoint` (a
-    tf.train.Checkpoint) in `directory` as its only checkpoint (for model_dir_copy)."""
-    return lambda directory, step: tf.train.CheckpointManager(
-        checkpoint, directory, max_to_keep=1).save(checkpoint_number=step)
+    tf.train.Checkpoint) in `directory` as its only checkpoint (for model_dir_copy: best/, an
+    average); a save the OS refuses (a full disk) is a UserError naming its cause, as save's."""
+    def write(directory, step):
+        try:
+            return tf.train.CheckpointManager(checkpoint, directory,
+                                              max_to_keep=1).save(checkpoint_number=step)
+        except (tf.errors.OpError, OSError) as error:
+            size = sum(math.prod(v.shape) * tf.as_dtype(v.dtype).size
+                       for v in _variables(checkpoint))
+            raise UserError(save_failure(error, step, os.path.dirname(directory), size)) from None
+
+    return write
+
+
+def _variables(checkpoint):
+    """The variables `checkpoint` saves (of its model and optimizer)."""
+    found = []
+    for name in ("model", "optimizer"):
+        owner = getattr(checkpoint, name, None)
+        found.extend(getattr(owner, "variables", []))
+    return found

@@ -22,6 +22,7 @@ import tensorflow as tf
 from t2t_lite.models.transformer import create_model
 from t2t_lite.backends.tensorflow.checkpoints import (
     checkpoint_writer,
+    is_damage,
     remove_partial_saves,
     restore_existing,
     save,
@@ -219,7 +220,15 @@ class Trainer:
             if missing:
                 logger.info("%s holds no data position for %s: its data starts afresh",
                             resume_from, ", ".join(missing))
-            tf.train.Checkpoint(**resume_state).restore(resume_from).expect_partial()
+            try:
+                tf.train.Checkpoint(**resume_state).restore(resume_from).expect_partial()
+            except (IndexError, tf.errors.OpError) as error:
+                if not is_damage(error):
+                    raise
+                # The model and optimizer read back (Runner.trainer restored them): only the
+                # order of the data is lost.
+                logger.warning("the data position saved in %s is damaged (%s): the data "
+                               "starts afresh", resume_from, type(error).__name__)
         state = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, **resume_state)
         checkpoints = None
         if checkpoint_dir:
