@@ -284,10 +284,7 @@ def test_a_newer_checkpoint_is_converted_anew(trained_reverse, tmp_path, capsys)
                                atol=1e-4, rtol=1e-5)
 
 
-@pytest.mark.parametrize("damage", ["model.bin bytes flipped", "model.bin cut",
-                                    "config.json garbage"])
-def test_a_damaged_cached_conversion_is_converted_again(damage, trained_reverse, tmp_path,
-                                                        caplog):
+def test_a_damaged_cached_conversion_is_converted_again(trained_reverse, tmp_path, caplog):
     """The conversion is a cache: changed in place (same size) it translated differently with
     exit 0, cut or garbled it was a 23-line RuntimeError. Its checksums find it damaged, and it
     is converted again, with a warning, to the same translations."""
@@ -302,23 +299,25 @@ def test_a_damaged_cached_conversion_is_converted_again(damage, trained_reverse,
     path = conversion(runner)
     expected = [t.text for t in runner.translator(beam_size=1, engine="ctranslate2")
                 .translate(SOURCES)]
-    damaged = os.path.join(path, "config.json" if "config" in damage else "model.bin")
-    size = os.path.getsize(damaged)
-    with open(damaged, "r+b") as f:
-        if "flipped" in damage:
-            f.seek(size // 2)
-            flipped = bytes(byte ^ 0xFF for byte in f.read(4096))
-            f.seek(size // 2)
-            f.write(flipped)
-        elif "cut" in damage:
-            f.truncate(size // 2)
-        else:
-            f.truncate(0)
-            f.write(b"{not json")
-    again = conversion(runner)
-    assert again == path and "is damaged" in caplog.text and "converting again" in caplog.text
-    assert [t.text for t in runner.translator(beam_size=1, engine="ctranslate2")
-            .translate(SOURCES)] == expected
+    for damage in ("model.bin bytes flipped", "model.bin cut", "config.json garbage"):
+        damaged = os.path.join(path, "config.json" if "config" in damage else "model.bin")
+        size = os.path.getsize(damaged)
+        with open(damaged, "r+b") as f:
+            if "flipped" in damage:
+                f.seek(size // 2)
+                flipped = bytes(byte ^ 0xFF for byte in f.read(4096))
+                f.seek(size // 2)
+                f.write(flipped)
+            elif "cut" in damage:
+                f.truncate(size // 2)
+            else:
+                f.truncate(0)
+                f.write(b"{not json")
+        caplog.clear()
+        assert conversion(runner) == path, damage
+        assert "is damaged" in caplog.text and "converting again" in caplog.text, damage
+        assert [t.text for t in runner.translator(beam_size=1, engine="ctranslate2")
+                .translate(SOURCES)] == expected, damage
 
 
 def test_a_cache_directory_that_is_a_link_is_refused(trained_reverse, tmp_path):

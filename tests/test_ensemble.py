@@ -13,6 +13,7 @@ from cli_output import error_lines, run_cli
 from keras import ops
 from reference_decoding import as_sequence, exhaustive_search, reference_greedy_search
 
+from t2t_lite import registry
 from t2t_lite.config import EOS_ID, PAD_ID, HParams
 from t2t_lite.decoding.ensemble import Ensemble
 from t2t_lite.decoding.scoring import token_log_probs
@@ -112,7 +113,10 @@ def test_the_decoder_ensembles_model_dirs_and_refuses_what_it_cannot(trained_rev
     other = tmp_path / "other"
     shutil.copytree(model_dir, other, ignore=shutil.ignore_patterns("ckpt-*", "ctranslate2"))
     record = json.loads((other / "problem.json").read_text())
-    (other / "problem.json").write_text(json.dumps({**record, "problem": "test_short_reverse_12"}))
+    fingerprint = registry.problem("test_short_reverse_12").vocabulary(
+        record["data_dir"]).fingerprint()  # as a model of that problem records its vocabulary
+    (other / "problem.json").write_text(json.dumps(
+        {**record, "problem": "test_short_reverse_12", "vocabulary": fingerprint}))
     for flags, message in [
         ([], f"{other} has another vocabulary than {model_dir}: an ensemble averages"),
         (["--engine=ctranslate2"], "an ensemble (several --model_dir) needs the tensorflow or "

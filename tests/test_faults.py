@@ -101,8 +101,8 @@ def test_a_checkpoint_damaged_in_place_is_named_and_the_trainer_resumes_from_wha
     """Files damaged in place, not deleted: an index cut in half or emptied ended the decoder
     and the trainer in "OpError: not an sstable" (50 lines); 16 bytes flipped in the middle of
     the .data (there: the data position, which the decoder does not read) ended the trainer in
-    a DataLossError (242 lines). The decoder names a damaged checkpoint and the intact one to
-    pass, or decodes; the trainer resumes from the newest intact state, with a warning."""
+    a DataLossError (242 lines). The decoder names a damaged index and the intact checkpoint
+    to pass; the trainer resumes from the newest intact state, with a warning."""
     from t2t_lite.cli import decoder, trainer
 
     latest = f"{model_copy}/ckpt-4"
@@ -121,16 +121,16 @@ def test_a_checkpoint_damaged_in_place_is_named_and_the_trainer_resumes_from_wha
     source = os.path.join(model_copy, "source.txt")
     write_text_atomically(source, "1 2 3\n")
 
-    code, out, err = run_cli(decoder.main, [f"--model_dir={model_copy}",
-                                            f"--decode_from_file={source}"], capsys)
-    if damage.startswith("index"):
+    if damage.startswith("index"):  # (the data position: the decoder does not read it)
+        code, out, err = run_cli(decoder.main, [f"--model_dir={model_copy}",
+                                                f"--decode_from_file={source}"], capsys)
         reason = {"index cut": "not an sstable (bad magic number)",
                   "index emptied": "file is too short to be an sstable"}[damage]
         assert code == 2 and out == "" and error_lines(err) == [
             f"t2t-lite: error: checkpoint {latest} is damaged ({reason}; a bad copy or sync?): "
             f"pass --checkpoint_path={model_copy}/ckpt-2, the newest intact one"], err
-    else:  # the weights read back: the same translation as before the damage
-        assert code == 0 and len(out.splitlines()) == 1, err
+    if damage == "index emptied":
+        return  # the trainer's fallback for an index that is no table: "index cut"'s
 
     code, out, err = run_cli(trainer.main, train_flags(model_copy, short_reverse_data, 6), capsys)
     assert code == 0 and "final evaluation at step 6:" in out, err

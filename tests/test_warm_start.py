@@ -36,8 +36,9 @@ def test_a_started_model_has_the_source_weights_and_starts_at_step_0(mirrored, t
     it the step and the warmup) starts afresh; problem, hparams and data_dir are the source's."""
     source = trained_reverse.runner
     runner = Runner.create_or_resume(str(tmp_path / "new"), init_from=source.model_dir.path)
+    # (the fingerprint of its vocabulary is recorded when its training starts)
     assert runner.experiment.replace(init_from=None) == source.experiment.replace(
-        changed_on_resume=())
+        changed_on_resume=(), vocabulary=None)
     started = runner.trainer(of_strategy(request.getfixturevalue("two_cpu_strategy"))
                              if mirrored else None)
     assert started.step == 0
