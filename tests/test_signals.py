@@ -17,6 +17,7 @@ USR_PROBLEMS = os.path.join(TESTS, "usr_problems.py")
 # A problem whose datagen writes a few examples, then waits to read the FIFO $T2T_TEST_FIFO.
 BLOCKED_PROBLEM = """
 import os
+import time
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
 from t2t_lite.registry import register_problem
 
@@ -30,8 +31,13 @@ class BlockedReverse(AlgorithmicReverse):
         pairs = super().text_pairs(split, raw_dir)
         for _ in range(5):
             yield next(pairs)
-        with open(os.environ["T2T_TEST_FIFO"], encoding="utf-8") as f:
-            f.read()
+        # Waits in Python, not in one read(): SIGINT may land on one of TensorFlow's threads,
+        # which does not interrupt a main thread blocked in a system call; Python runs the
+        # handler once the main thread runs Python code (as datagen's own work does).
+        with open(os.environ["T2T_TEST_FIFO"], "rb", buffering=0) as f:
+            os.set_blocking(f.fileno(), False)
+            while f.read() != b"":
+                time.sleep(0.05)
         yield from pairs
 """
 
