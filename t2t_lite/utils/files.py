@@ -57,6 +57,15 @@ def write_failure(error, what, directory, size=None):
     return None
 
 
+def save_failure(error, step, directory, size):
+    """The one-line message of a checkpoint save (of either trainer) that failed with `error`
+    (an OSError or a TensorFlow OpError) in `directory`, with the fix for its cause."""
+    what = f"save the checkpoint of step {step}"
+    return (write_failure(error, what, directory, size)
+            or f"cannot {what} in {directory} ({error_cause(error)}): fix that and run the same "
+            "command again")
+
+
 @contextlib.contextmanager
 def write_refusals_named(what, directory):
     """Turns an OS refusal to write raised inside (see write_failure) into a UserError naming

@@ -40,7 +40,7 @@ from t2t_lite.training.model_weights import (
     weights_match_their_checksum,
 )
 from t2t_lite.utils.errors import UserError
-from t2t_lite.utils.files import error_cause, file_crc32, write_failure
+from t2t_lite.utils.files import file_crc32, save_failure
 
 logger = logging.getLogger("t2t_lite")
 WEIGHTS = KERAS_WEIGHTS
@@ -71,10 +71,7 @@ def save(model, optimizer, directory, step, position, keep):
                 os.remove(temporary + suffix)
         size = sum(value.nbytes for value in state.values()) + sum(
             int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in model.weights)
-        what = f"save the checkpoint of step {step}"
-        raise UserError(write_failure(error, what, directory, size) or (
-            f"cannot {what} in {directory} ({error_cause(error)}): fix that and run the same "
-            "command again")) from None
+        raise UserError(save_failure(error, step, directory, size)) from None
     paths = [p for p in checkpoint_paths(directory) if p != path] + [path]
     write_list(directory, paths[-keep:])
     for old in paths[:-keep]:
@@ -134,7 +131,7 @@ def is_intact(path):
                                else None)
         with np.load(path + STATE) as state:
             for key in state.files:
-                state[key]
+                state[key]  # noqa: B018 (reads and checks the array)
         return weights_match_their_checksum(path)
     except (FileNotFoundError, CheckpointGone, *DAMAGE_ERRORS):
         return False

@@ -17,7 +17,7 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 from t2t_lite.model_dir import KERAS_WEIGHTS
 from t2t_lite.training.checkpoint_list import CheckpointGone, DamagedCheckpoint
 from t2t_lite.utils.errors import UserError
-from t2t_lite.utils.files import error_cause, write_failure
+from t2t_lite.utils.files import save_failure
 
 logger = logging.getLogger("t2t_lite")
 
@@ -101,15 +101,6 @@ def save(manager, step, size):
         raise UserError(save_failure(error, step, manager.directory, size)) from None
 
 
-def save_failure(error, step, directory, size):
-    """The one-line message of a checkpoint save that failed with `error` (an OSError or a
-    TensorFlow OpError) in `directory`, with the fix for its cause."""
-    what = f"save the checkpoint of step {step}"
-    return (write_failure(error, what, directory, size)
-            or f"cannot {what} in {directory} ({error_cause(error)}): fix that and run the same "
-            "command again")
-
-
 def remove_partial_saves(directory):
     """Deletes the `ckpt-N_temp` directories a save that failed midway left in directory."""
     for path in glob.glob(os.path.join(glob.escape(directory), "*_temp")):
@@ -169,17 +160,15 @@ def checkpoint_writer(checkpoint):
             return tf.train.CheckpointManager(checkpoint, directory,
                                               max_to_keep=1).save(checkpoint_number=step)
         except (tf.errors.OpError, OSError) as error:
-            size = sum(math.prod(v.shape) * tf.as_dtype(v.dtype).size
-                       for v in _variables(checkpoint))
-            raise UserError(save_failure(error, step, os.path.dirname(directory), size)) from None
+            raise UserError(save_failure(error, step, os.path.dirname(directory),
+                                         variables_bytes(checkpoint))) from None
 
     return write
 
 
-def _variables(checkpoint):
-    """The variables `checkpoint` saves (of its model and optimizer)."""
-    found = []
-    for name in ("model", "optimizer"):
-        owner = getattr(checkpoint, name, None)
-        found.extend(getattr(owner, "variables", []))
-    return found
+def variables_bytes(checkpoint):
+    """The size of the variables of `checkpoint`'s model and optimizer (a trainer's checkpoint
+    also holds the data iterators, with their shuffle buffers)."""
+    variables = [v for name in ("model", "optimizer")
+                 for v in getattr(getattr(checkpoint, name, None), "variables", [])]
+    return sum(math.prod(v.shape) * tf.as_dtype(v.dtype).size for v in variables)

@@ -14,7 +14,6 @@ data and a resumed run continues exactly where the interrupted one stopped.
 """
 
 import logging
-import math
 
 import keras
 import tensorflow as tf
@@ -26,6 +25,7 @@ from t2t_lite.backends.tensorflow.checkpoints import (
     remove_partial_saves,
     restore_existing,
     save,
+    variables_bytes,
 )
 from t2t_lite.backends.tensorflow.distribution import data_key, of_strategy, worker_index
 from t2t_lite.training.loop import run_updates
@@ -147,12 +147,6 @@ class Trainer:
         seeds = [v.value for v in self.model.variables if "seed_generator_state" in v.path]
         return {"dropout_seeds": seeds, data_key(self.strategy): iterators}
 
-    def _checkpoint_bytes(self):
-        """The size of the model and optimizer variables (a checkpoint also holds the data
-        iterators, with their shuffle buffers)."""
-        variables = self.model.variables + self.optimizer.variables
-        return sum(math.prod(v.shape) * tf.as_dtype(v.dtype).size for v in variables)
-
     def evaluate_split(self, problem, split, data_dir, max_batches=None):
         """evaluate() over `split` of `problem` in data_dir, read by tf.data."""
         return self.evaluate(problem.dataset(split, data_dir, self.hparams, training=False),
@@ -242,7 +236,9 @@ class Trainer:
             return sums, self.step, stopping, out_of_time
 
         def save_checkpoint():
-            return save(checkpoints, self.step, self._checkpoint_bytes()) if checkpoints else None
+            if checkpoints is None:
+                return None
+            return save(checkpoints, self.step, variables_bytes(self.checkpoint))
 
         def summaries(step, metrics):
             with writer.as_default(step=step):
