@@ -153,10 +153,11 @@ def test_parsing_wsj_finds_the_ldc_sections_and_writes_the_02_21_22_23_split(tmp
 def parser(tmp_path_factory):
     """A small model trained by the CLIs on a synthetic treebank (with punctuation and words of
     two tags) made into a problem by `t2t-lite-datagen --task=parsing`; the dev metrics (greedy,
-    100 trees) of its best evaluation, as --keep_best_by kept it. 1,500 updates of 1,024-token
-    batches (half the set's, for time): dev F1 11.9, 37.7, 55.6, 73.9, 89.5, 99.7 every 250
-    updates here; with 2,048-token batches 31.6, 91.0, 99.5 at 500, 1,000, 1,500, then 84.0 and
-    99.7 at 1,750 and 2,000 (F1 swings between nearby steps: hence the best of three)."""
+    100 trees) of its best evaluation, as --keep_best_by kept it. 1,000 updates of 1,024-token
+    batches (half the set's) at 2/3 of its learning rate, for the suite's time: dev F1 66.3,
+    90.1, 98.7, 99.2 every 250 updates here (70.0, 93.1, 97.4, 99.2 with --random_seed=2); at
+    the set's rate 93.5, 97.7, 98.5 at 500, 1,000, 1,500, and a higher one learns slower
+    (0.5: 92.8 at 1,000; 0.7: 65.6). F1 swings between nearby steps: hence the best of two."""
     root = tmp_path_factory.mktemp("treebank")
     (root / "train").mkdir()
     write_treebank(root / "train" / "a.mrg", 1500, 0, realistic=True)
@@ -170,13 +171,13 @@ def parser(tmp_path_factory):
     trainer.main([
         "--problem=synthetic_parse", f"--data_dir={data_dir}",
         "--hparams_set=transformer_parsing_small",
-        "--hparams=dropout=0.0,batch_size=1024", f"--model_dir={model_dir}", "--train_steps=1500",
-        "--eval_every=500", "--eval_decode_examples=100", "--keep_best_by=f1", "--random_seed=1"])
+        "--hparams=dropout=0.0,batch_size=1024,learning_rate=0.2", f"--model_dir={model_dir}",
+        "--train_steps=1000", "--eval_every=500", "--eval_decode_examples=100", "--keep_best_by=f1", "--random_seed=1"])
     with open(f"{model_dir}/best/info.json") as f:
         best = json.load(f)["step"]
     with open(f"{model_dir}/eval/history.json") as f:
         history = json.load(f)
-    assert [entry["step"] for entry in history] == [500, 1000, 1500]
+    assert [entry["step"] for entry in history] == [500, 1000]
     (metrics,) = [entry["metrics"] for entry in history if entry["step"] == best]
     return types.SimpleNamespace(root=root, model_dir=model_dir, metrics=metrics,
                                  runner=Runner.from_model_dir(model_dir))
