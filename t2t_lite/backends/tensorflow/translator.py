@@ -99,7 +99,8 @@ class TensorFlowTranslator(Translator, tf.Module):
                 input_signature=[IDS, TARGET_IDS], autograph=False)
         return self._score(inputs, targets)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")],
+                 autograph=False)  # plain TF ops, as every step: AutoGraph cost 4 s an export
     def translate_strings(self, texts):
         """tf.string [batch] -> {"outputs": tf.string [batch], "scores": float32 [batch],
         "errors": tf.string [batch]}. An item the vocabulary cannot encode (invalid UTF-8, or
