@@ -42,9 +42,11 @@ class BlockedReverse(AlgorithmicReverse):
 """
 
 
-def start(script, *flags, **popen):
+def start(script, *flags, sigint=signal.SIG_DFL, **popen):
     """A console script (t2t-lite-SCRIPT) started as a shell would start it: its stderr shows
-    what a user sees (TF_CPP_MIN_LOG_LEVEL unset, so its start-up is quiet)."""
+    what a user sees (TF_CPP_MIN_LOG_LEVEL unset, so its start-up is quiet). SIGINT is left as a
+    terminal's shell leaves it, or with `sigint=signal.SIG_IGN` as a script's shell leaves its
+    background jobs (`cmd &`)."""
     environment = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     environment["CUDA_VISIBLE_DEVICES"] = ""
     environment["PYTHONFAULTHANDLER"] = "1"  # SIGABRT prints every thread's stack: see interrupt
@@ -52,14 +54,7 @@ def start(script, *flags, **popen):
             f"from t2t_lite.cli.{script} import run; run()")
     return subprocess.Popen([sys.executable, "-c", code, *flags], stderr=subprocess.PIPE,
                             env={**environment, **popen.pop("env", {})},
-                            preexec_fn=default_sigint, **popen)
-
-
-def default_sigint():
-    """SIGINT as a terminal's shell leaves it. A suite started in the background by a
-    non-interactive shell (`cmd &`, as CI runners may) runs with SIGINT ignored, every child
-    inherits that, and Python then never raises KeyboardInterrupt."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, sigint), **popen)
 
 
 def wait_until_reading(fifo, process, timeout=300):
@@ -145,13 +140,16 @@ def test_ctrl_c_ends_the_interactive_decoder(trained_reverse):
 
 
 def test_ctrl_c_during_datagen_leaves_no_partial_shards(tmp_path):
+    """Started with SIGINT ignored, as a script's background job is (the suite itself may run
+    so): the command still ends on SIGINT, as the trainer does while it trains. Python would
+    keep ignoring it."""
     usr_dir = tmp_path / "blocked.py"
     usr_dir.write_text(BLOCKED_PROBLEM)
     fifo = str(tmp_path / "fifo")
     os.mkfifo(fifo)
     data_dir = tmp_path / "data"
     process = start("datagen", "--problem=test_blocked_reverse", f"--data_dir={data_dir}",
-                    f"--usr_dir={usr_dir}", env={"T2T_TEST_FIFO": fifo})
+                    f"--usr_dir={usr_dir}", env={"T2T_TEST_FIFO": fifo}, sigint=signal.SIG_IGN)
     assert_interrupted(*interrupt(process, fifo), "datagen")
     assert not [name for name in os.listdir(data_dir) if not name.startswith(".")]
 

@@ -1,10 +1,14 @@
 """What every console script shares: one-line usage errors, --usr_dir, and run(main): logging
-to stderr, a UserError as one line and exit 2, Ctrl-C and a closed pipe as Unix tools end."""
+to stderr, a UserError as one line and exit 2, Ctrl-C (at any moment) and a closed pipe as Unix
+tools end."""
 
 import argparse
+import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -45,10 +49,11 @@ def run(main, argv=None, tensorflow=True):
     logger.setLevel(logging.INFO)
     logger.propagate = False
     try:
-        if tensorflow:  # in here: start-up takes seconds, and Ctrl-C may come
-            backends.current().import_framework()
-        main(sys.argv[1:] if argv is None else argv)
-        sys.stdout.flush()  # a pipe closed early fails here, not at the interpreter's exit
+        with _sigint_honoured():
+            if tensorflow:  # in here: start-up takes seconds, and Ctrl-C may come
+                backends.current().import_framework()
+            main(sys.argv[1:] if argv is None else argv)
+            sys.stdout.flush()  # a pipe closed early fails here, not at the interpreter's exit
     except KeyboardInterrupt:
         # What the user asked for, not a fault: one line, and 128 + SIGINT as a shell reports
         # a process that Ctrl-C ended. Files are written atomically, so none is half-written.
@@ -71,6 +76,23 @@ def run(main, argv=None, tensorflow=True):
         logger.removeHandler(handler)
         logger.setLevel(saved[0])
         logger.propagate = saved[1]
+
+
+@contextlib.contextmanager
+def _sigint_honoured():
+    """SIGINT ends the command at any moment, even where it was started with SIGINT ignored,
+    as a non-interactive shell starts a script's background jobs (`cmd &`): Ctrl-C or `kill -INT`
+    would otherwise be lost until the trainer's own handler (training.preemption) is installed.
+    The handler is given back afterwards, for a caller running several commands."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) != signal.SIG_IGN):
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _discard_stdout():
