@@ -154,3 +154,48 @@ def test_the_best_checkpoint_by_a_metric_is_kept(model_dir_with_checkpoints):
     by_loss.keep_if_best(60, 2.5)  # lower is better for the loss
     with open(f"{best_dir}/info.json") as f:
         assert json.load(f) == {"metric": "loss", "value": 2.0, "step": 50}
+
+
+def _tensorflow_save(model, optimizer, directory, step):
+    from t2t_lite.backends.tensorflow import checkpoints
+
+    manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(model=model, optimizer=optimizer), directory, max_to_keep=5)
+    return checkpoints.save(manager, step, size=0)
+
+
+def _jax_format_save(model, optimizer, directory, step):
+    from t2t_lite.backends.jax import checkpoints  # plain Keras, h5py and numpy: any backend
+
+    return checkpoints.save(model, optimizer, directory, step, position={}, keep=5)
+
+
+@pytest.mark.parametrize("save", [_tensorflow_save, _jax_format_save])
+def test_a_save_replaces_links_at_its_paths_and_never_writes_through_them(save, tmp_path):
+    """A model_dir from someone else may hold links where the next checkpoint goes (ckpt-7.*
+    pointing outside it): the save replaces the links by its files and leaves their targets as
+    they were (TensorFlow wrote its .index through the link)."""
+    import keras
+
+    from t2t_lite.training.checkpoint_list import latest_checkpoint
+
+    hparams = Runner.create_or_resume(str(tmp_path / "unused"), "algorithmic_copy",
+                                      "transformer_tiny", TINY).hparams
+    model, optimizer = create_model(hparams, 12), keras.optimizers.Adam()
+    optimizer.build(model.trainable_variables)
+    directory, outside = tmp_path / "model", tmp_path / "outside"
+    directory.mkdir()
+    outside.mkdir()
+    suffixes = ((".index", ".data-00000-of-00001") if save is _tensorflow_save
+                else (".weights.h5", ".state.npz"))
+    for suffix in suffixes:
+        (outside / suffix).write_text("someone else's file")
+        (directory / f"ckpt-7{suffix}").symlink_to(outside / suffix)
+
+    path = save(model, optimizer, str(directory), 7)
+
+    assert [p.read_text() for p in sorted(outside.iterdir())] == ["someone else's file"] * 2
+    assert path == latest_checkpoint(str(directory)) == str(directory / "ckpt-7")
+    for suffix in suffixes:
+        assert (directory / f"ckpt-7{suffix}").is_file()
+        assert not (directory / f"ckpt-7{suffix}").is_symlink()

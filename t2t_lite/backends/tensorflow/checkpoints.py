@@ -92,6 +92,7 @@ def save(manager, step, size):
     than the checkpoint needs: as much as the last one, or else about `size` bytes) is reported
     as one, since a read-only or misnamed directory is not fixed by freeing space."""
     try:
+        unlink_links_at(os.path.join(manager.directory, f"ckpt-{step}"))
         return manager.save(checkpoint_number=step)
     except (tf.errors.OpError, OSError) as error:
         remove_partial_saves(manager.directory)
@@ -99,6 +100,16 @@ def save(manager, step, size):
             size = sum(os.path.getsize(path)
                        for path in glob.glob(glob.escape(manager.latest_checkpoint) + ".*"))
         raise UserError(save_failure(error, step, manager.directory, size)) from None
+
+
+def unlink_links_at(prefix):
+    """Removes the symbolic links (only the links) among the files of checkpoint `prefix`:
+    TensorFlow writes a checkpoint's .index through a link at its path, so a link in a model_dir
+    someone else made could make a save overwrite a file outside it."""
+    for path in glob.glob(glob.escape(prefix) + ".*"):
+        if os.path.islink(path):
+            logger.warning("replacing the link %s by the checkpoint saved there", path)
+            os.remove(path)
 
 
 def remove_partial_saves(directory):
@@ -157,6 +168,7 @@ def checkpoint_writer(checkpoint):
     average); a save the OS refuses (a full disk) is a UserError naming its cause, as save's."""
     def write(directory, step):
         try:
+            unlink_links_at(os.path.join(directory, f"ckpt-{step}"))
             return tf.train.CheckpointManager(checkpoint, directory,
                                               max_to_keep=1).save(checkpoint_number=step)
         except (tf.errors.OpError, OSError) as error:
