@@ -21,25 +21,15 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 import checkouts
 
 
 def worker(args):
     """The phases of one fresh export in this process, printed as one JSON line."""
-    times = {}
-    start = time.perf_counter()
-
-    def phase(name):
-        nonlocal start
-        now = time.perf_counter()
-        times[name] = now - start
-        start = now
-
+    phase = checkouts.Phases()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from t2t_lite.runner import Runner
 
@@ -60,7 +50,7 @@ def worker(args):
     finally:
         shutil.rmtree(export_dir, ignore_errors=True)
     print(json.dumps({
-        "times": times,
+        "times": phase.times,
         "outputs": [text.decode() for text in result["outputs"].numpy()],
         "scores": [round(float(score), 5) for score in result["scores"].numpy()]}))
 
@@ -80,27 +70,18 @@ def main():
         return worker(args)
 
     names = checkouts.parse(args.checkouts) if args.checkouts else {"installed": None}
-    with open("/proc/loadavg") as f:
-        print("load average before:", f.read().strip())
-    results = {}
-    for _ in range(args.repeats):
-        for name, path in names.items():
-            # (sys.path starts with benchmarks/, which holds no t2t_lite to shadow the checkout's)
-            command = [sys.executable, __file__, "--worker", f"--model_dir={args.model_dir}",
-                       "--sentences", *args.sentences] + (
-                           [f"--checkout={path}"] if path else [])
-            done = subprocess.run(command, capture_output=True, text=True,
-                                  env=checkouts.environment(path))
-            if done.returncode:
-                raise SystemExit(f"{name} failed:\n{done.stderr[-2000:]}")
-            results.setdefault(name, []).append(json.loads(done.stdout.splitlines()[-1]))
+    checkouts.print_load_average("before")
+    # (sys.path starts with benchmarks/, which holds no t2t_lite to shadow the checkout's)
+    results = checkouts.run_interleaved(names, args.repeats, lambda path: [
+        sys.executable, __file__, "--worker", f"--model_dir={args.model_dir}",
+        "--sentences", *args.sentences] + ([f"--checkout={path}"] if path else []))
     for name, runs in results.items():
         print(f"\n{name}: median of {args.repeats} (s)")
         for phase in runs[0]["times"]:
             print(f"  {phase:12s} {statistics.median(r['times'][phase] for r in runs):6.2f}")
         print(f"  outputs: {runs[0]['outputs']}, scores {runs[0]['scores']}")
-    with open("/proc/loadavg") as f:
-        print("\nload average after:", f.read().strip())
+    print()
+    checkouts.print_load_average("after")
 
 
 if __name__ == "__main__":

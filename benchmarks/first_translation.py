@@ -58,15 +58,8 @@ def run(command, env, stdin=""):
 
 def worker(model_dir, line, file_lines, checkout):
     """The phases and the file's trace counts in this process; printed as one JSON line."""
-    times = {}
-    start = time.perf_counter()
-
-    def phase(name):
-        nonlocal start
-        now = time.perf_counter()
-        times[name] = now - start
-        start = now
-
+    phase = checkouts.Phases()
+    times = phase.times
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf  # noqa: F401
 
@@ -129,8 +122,7 @@ def main():
         return worker(args.model_dir, args.line, args.file_lines, args.checkout)
 
     names = checkouts.parse(args.checkouts) if args.checkouts else {"installed": None}
-    with open("/proc/loadavg") as f:
-        print("load average before:", f.read().strip())
+    checkouts.print_load_average("before")
     # -P: not the working directory first on sys.path, which would shadow each checkout's
     # t2t_lite (on PYTHONPATH) with the one there.
     decoder = [sys.executable, "-P", "-c", DECODER, f"--model_dir={args.model_dir}"]
@@ -165,8 +157,8 @@ def main():
         for phase in results[0]["times"]:
             print(f"  {phase:45s} {statistics.median(r['times'][phase] for r in results):6.2f}")
         print(f"  traces over {args.file_lines} lines: {results[0]['traces']}")
-    with open("/proc/loadavg") as f:
-        print("\nload average after:", f.read().strip())
+    print()
+    checkouts.print_load_average("after")
 
 
 def ctranslate2_input(model_dir, line):

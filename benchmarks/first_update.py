@@ -23,25 +23,15 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 import checkouts
 
 
 def worker(args):
     """The phases of one fresh run in this process, printed as one JSON line."""
-    times = {}
-    start = time.perf_counter()
-
-    def phase(name):
-        nonlocal start
-        now = time.perf_counter()
-        times[name] = now - start
-        start = now
-
+    phase = checkouts.Phases()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras
 
@@ -66,7 +56,7 @@ def worker(args):
     evaluations.append(trainer.evaluate_split(runner.problem, "dev", runner.data_dir))
     phase("second evaluation")
     print(json.dumps({
-        "times": times,
+        "times": phase.times,
         "traces": {"update": trainer._train_step.experimental_get_tracing_count(),
                    "evaluation": trainer._eval_step.experimental_get_tracing_count()},
         "losses": [round(sums["loss"] / sums["tokens"], 6) for sums in losses[:10]],
@@ -95,20 +85,12 @@ def main():
         Runner.create_or_resume(f"{args.data_dir}.unused", args.problem, args.hparams_set,
                                 data_dir=args.data_dir).prepare_data()
     names = checkouts.parse(args.checkouts) if args.checkouts else {"installed": None}
-    with open("/proc/loadavg") as f:
-        print("load average before:", f.read().strip())
-    results = {}
-    for _ in range(args.repeats):
-        for name, path in names.items():
-            # (sys.path starts with benchmarks/, which holds no t2t_lite to shadow the checkout's)
-            command = [sys.executable, __file__, "--worker", f"--problem={args.problem}",
-                       f"--hparams_set={args.hparams_set}", f"--data_dir={args.data_dir}",
-                       f"--updates={args.updates}"] + ([f"--checkout={path}"] if path else [])
-            done = subprocess.run(command, capture_output=True, text=True,
-                                  env=checkouts.environment(path))
-            if done.returncode:
-                raise SystemExit(f"{name} failed:\n{done.stderr[-2000:]}")
-            results.setdefault(name, []).append(json.loads(done.stdout.splitlines()[-1]))
+    checkouts.print_load_average("before")
+    # (sys.path starts with benchmarks/, which holds no t2t_lite to shadow the checkout's)
+    results = checkouts.run_interleaved(names, args.repeats, lambda path: [
+        sys.executable, __file__, "--worker", f"--problem={args.problem}",
+        f"--hparams_set={args.hparams_set}", f"--data_dir={args.data_dir}",
+        f"--updates={args.updates}"] + ([f"--checkout={path}"] if path else []))
     for name, runs in results.items():
         print(f"\n{name}: median of {args.repeats} (s)")
         for phase in runs[0]["times"]:
@@ -117,8 +99,8 @@ def main():
         print(f"  {'ms per update':25s} {1000 * steady / args.updates:6.1f}")
         print(f"  traces: {runs[0]['traces']}")
         print(f"  first 10 losses: {runs[0]['losses']}, dev loss {runs[0]['dev loss']}")
-    with open("/proc/loadavg") as f:
-        print("\nload average after:", f.read().strip())
+    print()
+    checkouts.print_load_average("after")
 
 
 if __name__ == "__main__":
