@@ -172,7 +172,8 @@ def parser(tmp_path_factory):
         "--problem=synthetic_parse", f"--data_dir={data_dir}",
         "--hparams_set=transformer_parsing_small",
         "--hparams=dropout=0.0,batch_size=1024,learning_rate=0.2", f"--model_dir={model_dir}",
-        "--train_steps=1000", "--eval_every=500", "--eval_decode_examples=100", "--keep_best_by=f1", "--random_seed=1"])
+        "--train_steps=1000", "--eval_every=500", "--eval_decode_examples=100",
+        "--keep_best_by=f1", "--random_seed=1"])
     with open(f"{model_dir}/best/info.json") as f:
         best = json.load(f)["step"]
     with open(f"{model_dir}/eval/history.json") as f:

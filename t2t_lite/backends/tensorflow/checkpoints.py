@@ -92,8 +92,7 @@ def save(manager, step, size):
     than the checkpoint needs: as much as the last one, or else about `size` bytes) is reported
     as one, since a read-only or misnamed directory is not fixed by freeing space."""
     try:
-        unlink_links_at(os.path.join(manager.directory, f"ckpt-{step}"))
-        return manager.save(checkpoint_number=step)
+        return _save_replacing_links(manager, step)
     except (tf.errors.OpError, OSError) as error:
         remove_partial_saves(manager.directory)
         if manager.latest_checkpoint:
@@ -102,14 +101,17 @@ def save(manager, step, size):
         raise UserError(save_failure(error, step, manager.directory, size)) from None
 
 
-def unlink_links_at(prefix):
-    """Removes the symbolic links (only the links) among the files of checkpoint `prefix`:
-    TensorFlow writes a checkpoint's .index through a link at its path, so a link in a model_dir
-    someone else made could make a save overwrite a file outside it."""
+def _save_replacing_links(manager, step):
+    """manager.save() at `step`, once the symbolic links (only the links) among the files of
+    that checkpoint are removed: TensorFlow writes a checkpoint's .index through a link at its
+    path, so a link in a model_dir someone else made could make a save overwrite a file
+    outside it."""
+    prefix = os.path.join(manager.directory, f"ckpt-{step}")  # the manager's default name
     for path in glob.glob(glob.escape(prefix) + ".*"):
         if os.path.islink(path):
             logger.warning("replacing the link %s by the checkpoint saved there", path)
             os.remove(path)
+    return manager.save(checkpoint_number=step)
 
 
 def remove_partial_saves(directory):
@@ -168,9 +170,8 @@ def checkpoint_writer(checkpoint):
     average); a save the OS refuses (a full disk) is a UserError naming its cause, as save's."""
     def write(directory, step):
         try:
-            unlink_links_at(os.path.join(directory, f"ckpt-{step}"))
-            return tf.train.CheckpointManager(checkpoint, directory,
-                                              max_to_keep=1).save(checkpoint_number=step)
+            return _save_replacing_links(
+                tf.train.CheckpointManager(checkpoint, directory, max_to_keep=1), step)
         except (tf.errors.OpError, OSError) as error:
             raise UserError(save_failure(error, step, os.path.dirname(directory),
                                          variables_bytes(checkpoint))) from None

@@ -100,7 +100,7 @@ class TensorFlowTranslator(Translator, tf.Module):
         return self._score(inputs, targets)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")],
-                 autograph=False)  # plain TF ops, as every step: AutoGraph cost 4 s an export
+                 autograph=False)  # plain TF ops, as every step (benchmarks/export_time.py)
     def translate_strings(self, texts):
         """tf.string [batch] -> {"outputs": tf.string [batch], "scores": float32 [batch],
         "errors": tf.string [batch]}. An item the vocabulary cannot encode (invalid UTF-8, or
