@@ -159,3 +159,53 @@ def test_a_changed_shard_met_while_reading_is_one_line(model_copy, data_copy, tm
         "--hparams_set=transformer_tiny"), capsys)
     (line,) = error_lines(err)
     assert code == 2 and "Traceback" not in err and datagen_run in line
+
+
+def test_the_jax_path_finds_a_changed_shard_by_its_checksum(data_copy):
+    """Read without TensorFlow (the JAX path, which checks no record CRC), a shard changed in
+    place (its size intact) is refused by its SHA-256 in one line, as TensorFlow's CRC refuses
+    it; the same shard unchanged reads."""
+    from t2t_lite import registry
+    from t2t_lite.utils.errors import UserError
+
+    problem = registry.problem("test_short_reverse")
+    assert len(list(problem.examples("dev", data_copy, tensorflow=False))) == 500
+    flip_a_byte(f"{data_copy}/{DEV}")
+    with pytest.raises(UserError) as error:
+        list(problem.examples("dev", data_copy, tensorflow=False))
+    assert str(error.value) == (
+        f"{data_copy}/{DEV} changed since datagen wrote it (its SHA-256 differs): the dev data "
+        "is damaged; run `t2t-lite-datagen --problem=test_short_reverse "
+        f"--data_dir={data_copy}` to write it again")
+
+
+def test_a_split_without_its_stats_is_read_with_a_warning_and_datagen_records_it(
+        data_copy, capsys, caplog):
+    """The dev split's stats.json deleted: reading it (on either path) warns once that its
+    shards cannot be checked; datagen reads them to their end, says so, and records them as
+    the datagen that wrote them did, so that a shard changed afterwards is found again."""
+    from t2t_lite import registry
+    from t2t_lite.utils.errors import UserError
+
+    stats_path = f"{data_copy}/test_short_reverse-dev.stats.json"
+    with open(stats_path) as f:
+        original = json.load(f)
+    os.remove(stats_path)
+    problem = registry.problem("test_short_reverse")
+    for tensorflow in (False, True):
+        assert len(list(problem.examples("dev", data_copy, tensorflow=tensorflow))) == 500
+    (warning,) = [r.getMessage() for r in caplog.records if "no record" in r.getMessage()]
+    assert warning.startswith(f"the dev shards of test_short_reverse in {data_copy} have no "
+                              "record of what datagen wrote (test_short_reverse-dev.stats.json "
+                              "missing, or from an older datagen)")
+
+    code, _, err = datagen(data_copy, capsys)
+    assert code == 0, err
+    assert (f"{stats_path} was missing: the dev shards read to their end and are now "
+            "recorded") in err
+    with open(stats_path) as f:
+        recorded = json.load(f)
+    assert recorded == {"examples": original["examples"], "shards": original["shards"]}
+    flip_a_byte(f"{data_copy}/{DEV}")
+    with pytest.raises(UserError, match="changed since datagen wrote it"):
+        list(problem.examples("dev", data_copy, tensorflow=False))

@@ -12,7 +12,6 @@ data is two numbers a checkpoint holds and a resumed run continues exactly.
 import numpy as np
 
 from t2t_lite.data.buckets import buckets
-from t2t_lite.data.records import read_in_written_order
 
 _LENGTH_MULTIPLE = 8  # longer-than-max_length evaluation examples: widths rounded up to this
 
@@ -113,8 +112,3 @@ def _evaluation_batch(kept, members, boundaries, sizes, bucket, devices):
     else:  # longer than max_length, one per batch: a width per length (rounded up)
         width = -(-int(kept.lengths[members].max()) // _LENGTH_MULTIPLE) * _LENGTH_MULTIPLE
     return kept.batch(members, devices * sizes[bucket], width)
-
-
-def read_split(problem, split, data_dir):
-    """The examples of `split` of `problem` in data_dir, read without TensorFlow."""
-    return read_in_written_order(problem.shard_paths(split, data_dir))

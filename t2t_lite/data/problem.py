@@ -34,6 +34,8 @@ from t2t_lite.utils.files import (
 from t2t_lite.utils.progress import Progress
 
 logger = logging.getLogger("t2t_lite")
+# (data_dir, problem, split) whose unrecorded shards were warned about in this process.
+_UNRECORDED_WARNED = set()
 
 SPLITS = ("train", "dev", "test")
 
@@ -195,7 +197,13 @@ class Problem:
             if not found and "examples" in stats and sum(counts) != stats["examples"]:
                 found = [f"the {split} shards hold {sum(counts):,} examples, but datagen wrote "
                          f"{stats['examples']:,}"]
-            if not found and stats:
+            if not found:  # recorded from now on; with no stats.json, as many as there are
+                if "examples" not in stats:
+                    logger.warning("%s was missing: the %s shards read to their end and are now "
+                                   "recorded (a shard cut between two records reads as whole: "
+                                   "if in doubt, delete them and run datagen again)",
+                                   self.stats_path(split, data_dir), split)
+                stats.setdefault("examples", sum(counts))
                 stats["shards"] = {os.path.basename(path): shard_records.describe(path, count)
                                    for path, count in zip(paths, counts)}
                 self._write_stats(split, data_dir, stats)
@@ -292,14 +300,14 @@ class Problem:
         order of its text pairs: unbatched, so that a sample of them is not biased by length
         buckets. Read by tf.data (which checks each record's CRC) on Keras's TensorFlow
         backend, else without TensorFlow (t2t_lite.data.records); `tensorflow` overrides."""
-        self._check_has_data(split, data_dir)
+        records = self._check_has_data(split, data_dir)
         paths = self.shard_paths(split, data_dir)
         if tensorflow is None:
             tensorflow = keras_backend() == "tensorflow"
         if not tensorflow:
             from t2t_lite.data.records import read_in_written_order
 
-            return read_in_written_order(paths)
+            return read_in_written_order(paths, records, self._mend(split, data_dir))
         import t2t_lite.backends.tensorflow.pipeline as pipeline
 
         return pipeline.read_in_written_order(paths)
@@ -309,7 +317,14 @@ class Problem:
         messages quote it."""
         return f"`t2t-lite-datagen --problem={self.name} --data_dir={data_dir}`"
 
+    def _mend(self, split, data_dir):
+        """How an error about a damaged shard of `split` ends."""
+        datagen = self.datagen_command(data_dir)
+        return f"the {split} data is damaged; run {datagen} to write it again"
+
     def _check_has_data(self, split, data_dir):
+        """Refuses a missing split or shards of another size than datagen wrote; returns the
+        shards' records ({} for shards without: they are read unchecked, with a warning)."""
         if split not in self.num_shards:
             raise UserError(f"problem {self.name} has no {split} split, only "
                             f"{', '.join(self.splits())}")
@@ -319,13 +334,19 @@ class Problem:
             holds = f" (it holds {', '.join(others)})" if others else ""
             raise UserError(f"no {split} data for problem {self.name} in {data_dir}{holds}: run "
                             f"{datagen} or pass --generate_data to the trainer")
-        found = shard_records.damage(self.shard_paths(split, data_dir),
-                                     self._stats(split, data_dir).get("shards", {}),
-                                     checksums=False)
+        records = self._stats(split, data_dir).get("shards", {})
+        found = shard_records.damage(self.shard_paths(split, data_dir), records, checksums=False)
         if found:
             more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-            raise UserError(f"{found[0]}{more}: the {split} data is damaged; run {datagen} "
-                            "to write it again")
+            raise UserError(f"{found[0]}{more}: {self._mend(split, data_dir)}")
+        if not records and (data_dir, self.name, split) not in _UNRECORDED_WARNED:
+            _UNRECORDED_WARNED.add((data_dir, self.name, split))
+            logger.warning("the %s shards of %s in %s have no record of what datagen wrote "
+                           "(%s missing, or from an older datagen): a shard cut short or "
+                           "changed cannot be found; run %s to check and record them", split,
+                           self.name, data_dir, os.path.basename(self.stats_path(split, data_dir)),
+                           datagen)
+        return records
 
     def _report_length_filter(self, data_dir, max_length):
         """Logs how many training examples max_length drops; refuses to drop them all."""

@@ -4,11 +4,14 @@ Hand-written because no maintained library reads TFRecords without TensorFlow or
 format is a frame per record (8 bytes of length, 4 of its CRC, the record, 4 of its CRC), and
 each record a tf.train.Example, parsed here by the protobuf runtime from the two messages of
 TensorFlow's example.proto that datagen's int64 features use, declared below (TensorFlow ships
-the compiled ones). CRCs are not checked (that needs CRC-32C): a shard's size and SHA-256 are,
-against what datagen recorded (t2t_lite.data.shard_records), and a frame that runs past the end
+the compiled ones). Records' CRCs are not checked (that needs CRC-32C, which no library here
+has): each shard's SHA-256 is, from the bytes read, against what datagen recorded
+(t2t_lite.data.shard_records), which finds the same damage; and a frame that runs past the end
 of its file is an error.
 """
 
+import hashlib
+import os
 import struct
 
 import numpy as np
@@ -59,20 +62,23 @@ def _example():
     return _example_class
 
 
-def read_records(path):
-    """The records (bytes) of the TFRecord file at `path`, in order."""
+def read_records(path, sha256=None, fix="run datagen again to rewrite it"):
+    """The records (bytes) of the TFRecord file at `path`, in order. With `sha256` (datagen's
+    record of the shard), bytes changed in place are an error; `fix` ends each error."""
     with open(path, "rb") as f:
         data = f.read()
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise UserError(f"{path} changed since datagen wrote it (its SHA-256 differs): {fix}")
     records, position = [], 0
     while position < len(data):
         if position + 12 > len(data):
             raise UserError(f"{path} is cut short (a record's header at byte {position} runs "
-                            "past its end): run datagen again to rewrite it")
+                            f"past its end): {fix}")
         (length,) = _FRAME.unpack_from(data, position)
         start = position + 12
         if start + length + 4 > len(data):
             raise UserError(f"{path} is cut short (the record at byte {position} runs past its "
-                            "end): run datagen again to rewrite it")
+                            f"end): {fix}")
         records.append(data[start:start + length])
         position = start + length + 4
     return records
@@ -84,10 +90,13 @@ def parse_example(record):
     return {name: np.asarray(feature[name].int64_list.value, "int32") for name in _FEATURES}
 
 
-def read_in_written_order(paths):
+def read_in_written_order(paths, records=None, fix="run datagen again to rewrite it"):
     """The examples of the shards at `paths` (in shard order) in the order datagen wrote them
-    (example i to shard i % len(paths)), as pipeline.read_in_written_order gives them."""
-    shards = [read_records(path) for path in paths]
+    (example i to shard i % len(paths)), as pipeline.read_in_written_order gives them. `records`
+    ({basename: record}, the split's stats.json "shards") checks each shard's SHA-256."""
+    records = records or {}
+    shards = [read_records(path, records.get(os.path.basename(path), {}).get("sha256"), fix)
+              for path in paths]
     for i in range(max(map(len, shards), default=0)):
         for shard in shards:
             if i < len(shard):

@@ -27,9 +27,9 @@ def describe(path, examples):
 
 
 def damage(paths, records, *, checksums):
-    """What is wrong with the shards at `paths` against `records` ({basename: describe's record}), one
-    phrase per damaged shard: a missing file, another size, or with `checksums` another
-    SHA-256. Shards without a record (written before records were kept) are not judged."""
+    """What is wrong with the shards at `paths` against `records` ({basename: describe's
+    record}), one phrase per damaged shard: a missing file, another size, or with `checksums`
+    another SHA-256. Shards without a record (written before records were kept) are not judged."""
     found = []
     for path in paths:
         record = records.get(os.path.basename(path))
