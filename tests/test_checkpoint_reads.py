@@ -37,6 +37,23 @@ def test_another_models_checkpoint_is_one_line(model_copy, tmp_path, capsys):
         "the --model_dir it was trained in"), line
 
 
+def test_a_failed_restore_leaves_no_warnings_behind(model_copy, capsys, caplog):
+    """The model_dir's own checkpoint under an hparams.json of another shape: after the one-line
+    error, TensorFlow logged a warning for each value the failed restore left (70 lines at
+    exit, when it is garbage collected); now nothing follows the error."""
+    import gc
+    import json
+
+    with open(f"{model_copy}/hparams.json", encoding="utf-8") as f:
+        hparams = json.load(f)
+    write_text_atomically(f"{model_copy}/hparams.json", json.dumps({**hparams, "d_ff": 128}))
+    code, _, err = decode(model_copy, capsys)
+    assert code == 2 and "does not hold the weights of the model" in err
+    gc.collect()
+    logged = [r.getMessage() for r in caplog.records if r.name == "tensorflow"]
+    assert logged == [] and capsys.readouterr().err == ""
+
+
 def rotate_on_first_read(monkeypatch, model_dir):
     """As a trainer with --keep_checkpoints=1 would between the decoder's choice of ckpt-4 and
     its reading it: saves ckpt-6 (here: ckpt-4's files renamed, so the weights are known) and

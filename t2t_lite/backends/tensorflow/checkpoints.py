@@ -72,12 +72,31 @@ def restore_existing(checkpoint, path):
         if _names_norms_by_index(reader):
             checkpoint = _with_legacy_norm_names(checkpoint)
         checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+    except (AssertionError, ValueError):  # another model's weights: the caller says so
+        _quiet_unrestored_values()
+        raise
     except (IndexError, tf.errors.OpError) as error:
         if not (os.path.exists(path + ".index") and glob.glob(glob.escape(path) + ".data-*")):
             raise CheckpointGone(path) from None
         if not is_damage(error):
             raise
         raise DamagedCheckpoint(path, error, is_intact) from None
+
+
+class _UnrestoredValues(logging.Filter):
+    """TensorFlow's warnings, when a restore that failed is garbage collected, about each value
+    it did not restore: 70-130 lines under the one-line error that names the mismatch."""
+
+    def filter(self, record):
+        return not record.getMessage().startswith((
+            "Detecting that an object or model or tf.train.Checkpoint is being deleted with "
+            "unrestored values", "Value in checkpoint could not be found in the restored object"))
+
+
+def _quiet_unrestored_values():
+    tensorflow_logger = logging.getLogger("tensorflow")
+    if not any(isinstance(f, _UnrestoredValues) for f in tensorflow_logger.filters):
+        tensorflow_logger.addFilter(_UnrestoredValues())
 
 
 def restore_model_weights(model, path):
