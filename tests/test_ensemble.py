@@ -101,6 +101,7 @@ def test_the_decoder_ensembles_model_dirs_and_refuses_what_it_cannot(trained_rev
                                                                      capsys):
     """`--model_dir A A` writes what `--model_dir A` does; another vocabulary, another engine,
     explaining (alignments, attention) and one --checkpoint_path for several are one line."""
+    # (a damaged member: test_a_damaged_member_names_the_checkpoints_to_ensemble_instead)
     source = tmp_path / "src.txt"
     source.write_text("".join(f"{s}\n" for s in SOURCES))
     model_dir = trained_reverse.model_dir
@@ -123,11 +124,46 @@ def test_the_decoder_ensembles_model_dirs_and_refuses_what_it_cannot(trained_rev
          "jax engine: CTranslate2 has no ensembles"),
         (["--with_alignments"], "--with_alignments explains one model: pass one --model_dir"),
         ([f"--attention_dir={tmp_path}/a"], "--attention_dir explains one model"),
-        ([f"--checkpoint_path={model_dir}/ckpt-800"], "--checkpoint_path names one model's "
-         "checkpoint"),
+        ([f"--checkpoint_path={model_dir}"], "--checkpoint_path names a checkpoint for each "
+         "--model_dir, in their order: 1 for 2"),
     ]:
         dirs = [model_dir, str(other)] if not flags else [model_dir, model_dir]
         code, _, err = decode(capsys, "--model_dir", *dirs, f"--decode_from_file={source}",
                               *flags)
         errors = error_lines(err)
         assert code == 2 and len(errors) == 1 and message in errors[0], err
+
+
+def test_a_damaged_member_names_the_checkpoints_to_ensemble_instead(trained_reverse, tmp_path,
+                                                                    capsys):
+    """A member whose latest checkpoint is damaged: one line naming its newest intact one and
+    the --checkpoint_path that takes one for each --model_dir (it offered a --checkpoint_path
+    that ensembles refused); with them, the ensemble of that checkpoint with itself translates
+    as that checkpoint alone."""
+    import glob
+    import os
+
+    source = tmp_path / "src.txt"
+    source.write_text("".join(f"{s}\n" for s in SOURCES))
+    copy = str(tmp_path / "copy")
+    shutil.copytree(os.path.dirname(trained_reverse.model_dir), copy,
+                    ignore=shutil.ignore_patterns("best", "data", "eval", "train"))
+    steps = sorted(int(path.rsplit("-", 1)[1].split(".")[0])
+                   for path in glob.glob(f"{copy}/ckpt-*.index"))
+    (data,) = glob.glob(f"{copy}/ckpt-{steps[-1]}.data-*")
+    with open(data, "r+b") as f:
+        f.truncate(os.path.getsize(data) // 2)
+    older = f"{copy}/ckpt-{steps[-2]}"
+    code, out, err = decode(capsys, "--model_dir", copy, copy, f"--decode_from_file={source}")
+    (line,) = error_lines(err)
+    assert code == 2 and out == "" and line.startswith(
+        f"t2t-lite: error: checkpoint {copy}/ckpt-{steps[-1]} is damaged ("), err
+    assert line.endswith(": pass --checkpoint_path with a checkpoint for each --model_dir, in "
+                         f"their order ({older}, the newest intact one, for {copy})"), line
+
+    code, alone, err = decode(capsys, f"--model_dir={copy}", f"--checkpoint_path={older}",
+                              f"--decode_from_file={source}")
+    assert code == 0, err
+    code, twice, err = decode(capsys, "--model_dir", copy, copy, "--checkpoint_path", older,
+                              older, f"--decode_from_file={source}")
+    assert code == 0 and twice == alone and len(alone.splitlines()) == len(SOURCES), err

@@ -129,9 +129,9 @@ def _check_sampling_ensembles_and_alignments(parser, args):
             parser.error(f"{explaining[0]} explains one model: pass one --model_dir")
         if not capabilities.has("ensembles"):
             parser.error(refusal(args.engine, "ensembles", "an ensemble (several --model_dir)"))
-        if args.checkpoint_path:
-            parser.error("--checkpoint_path names one model's checkpoint: with several "
-                         "--model_dir, pass the directories to ensemble (e.g. MODEL_DIR/best)")
+    if args.checkpoint_path and len(args.checkpoint_path) != len(args.model_dir):
+        parser.error("--checkpoint_path names a checkpoint for each --model_dir, in their order: "
+                     f"{len(args.checkpoint_path)} for {len(args.model_dir)}")
     if args.alignment_layer is not None and not args.with_alignments:
         parser.error("--alignment_layer needs --with_alignments")
     if args.with_alignments and args.score:
@@ -204,12 +204,13 @@ def main(argv):
         require_matplotlib()
     sampling = sampling_from_flags(args)  # before loading the model: a bad value shows at once
     model = None
-    if len(runners) > 1:  # the first one's problem and settings, every one's latest weights
+    checkpoints = args.checkpoint_path or [None] * len(runners)
+    if len(runners) > 1:  # the first one's problem and settings, every one's own weights
         from t2t_lite.decoding.ensemble import Ensemble, check_one_vocabulary
 
         check_one_vocabulary([(r.model_dir, r.vocabulary) for r in runners])
-        model = Ensemble([r.restored_model() for r in runners])
-    translator = runner.translator(model, checkpoint_path=args.checkpoint_path,
+        model = Ensemble([_ensemble_member(r, path) for r, path in zip(runners, checkpoints)])
+    translator = runner.translator(model, checkpoint_path=checkpoints[0],
                                    batch_size=args.batch_size, engine=args.engine,
                                    quantization=args.quantization or "float32",
                                    sampling=sampling, **flags.decoding_flags(args))
@@ -242,6 +243,22 @@ def main(argv):
     translate_stream(translator, runner.problem, attention_dir=args.attention_dir,
                      with_alignments=args.with_alignments, alignment_layer=args.alignment_layer)
     return None
+
+
+def _ensemble_member(runner, checkpoint_path):
+    """The model of one --model_dir of an ensemble; a damaged checkpoint's fix names the
+    ensemble's --checkpoint_path, which takes one for each model_dir."""
+    from t2t_lite.training.checkpoint_list import DamagedCheckpoint
+    from t2t_lite.utils.errors import UserError
+
+    try:
+        return runner.restored_model(checkpoint_path)
+    except DamagedCheckpoint as error:
+        if error.newest_intact is None:
+            raise
+        raise UserError(f"{error.damage}: pass --checkpoint_path with a checkpoint for each "
+                        f"--model_dir, in their order ({error.newest_intact}, the newest intact "
+                        f"one, for {runner.model_dir})") from None
 
 
 def run():

@@ -23,9 +23,11 @@ def add_model_flags(parser, ensemble=False):
     else:
         parser.add_argument("--model_dir", required=True, help="a trained model_dir (its "
                             "problem, hparams and vocabulary are used)")
-    parser.add_argument("--checkpoint_path",
+    parser.add_argument("--checkpoint_path", nargs="+" if ensemble else None,
                         help="a checkpoint (e.g. MODEL_DIR/ckpt-5000) or a directory of them "
-                        "(default: the latest in --model_dir)")
+                        "(default: the latest in --model_dir)" + (
+                            "; with several --model_dir, one for each, in their order"
+                            if ensemble else ""))
     parser.add_argument("--data_dir", help="where the vocabulary now lives (default: the one "
                         "the model_dir was trained with)")
     parser.add_argument("--beam_size", type=int, help="1: greedy (default: the hparams' value, "
