@@ -17,6 +17,7 @@ import struct
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from t2t_lite.data import shard_records
 from t2t_lite.utils.errors import UserError
 
 _FRAME = struct.Struct("<Q")  # the record's length; then 4 bytes of its CRC
@@ -68,7 +69,7 @@ def read_records(path, sha256=None, fix="run datagen again to rewrite it"):
     with open(path, "rb") as f:
         data = f.read()
     if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
-        raise UserError(f"{path} changed since datagen wrote it (its SHA-256 differs): {fix}")
+        raise UserError(f"{shard_records.changed(path)}: {fix}")
     records, position = [], 0
     while position < len(data):
         if position + 12 > len(data):

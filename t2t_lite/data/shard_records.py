@@ -43,5 +43,10 @@ def damage(paths, records, *, checksums):
         if size != record["bytes"]:
             found.append(f"{path} is {size:,} bytes, but datagen wrote {record['bytes']:,}")
         elif checksums and sha256(path) != record["sha256"]:
-            found.append(f"{path} changed since datagen wrote it (its SHA-256 differs)")
+            found.append(changed(path))
     return found
+
+
+def changed(path):
+    """The phrase for the shard at `path` whose bytes are not those datagen wrote."""
+    return f"{path} changed since datagen wrote it (its SHA-256 differs)"
