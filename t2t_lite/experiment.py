@@ -52,7 +52,8 @@ class ExperimentRecord:
         model's architecture, and its problem, hparams set and data_dir unless given."""
         model_dir = ModelDir(model_dir)
         records = model_dir.records()
-        recorded = model_dir.read_experiment(data_dir) if model_dir.has_experiment() else None
+        recorded = (model_dir.read_experiment(data_dir)  # names a record a checkpoint lacks
+                    if model_dir.has_experiment() or model_dir.has_checkpoints() else None)
         if recorded and model_dir.has_checkpoints():
             record = cls(model_dir, recorded)
             record.check_flags_agree(problem_name, hparams_set, overrides, records)

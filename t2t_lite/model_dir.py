@@ -146,12 +146,12 @@ class ModelDir:
                        for marker in CHECKPOINT_MARKERS))
 
     def records(self):
-        """The texts of the files recording the experiment (None for one missing), to tell
-        whether they changed."""
+        """The bytes of the files recording the experiment (None for one missing), to tell
+        whether they changed; read_experiment says what is wrong with a damaged one."""
         texts = []
         for path in self.experiment_files():
             try:
-                with open(path, encoding="utf-8") as f:
+                with open(path, "rb") as f:
                     texts.append(f.read())
             except (FileNotFoundError, NotADirectoryError):
                 texts.append(None)
@@ -163,6 +163,10 @@ class ModelDir:
             values = self._read_json(HPARAMS_FILE, dict)
             saved = self._read_json(PROBLEM_FILE, dict)
         except FileNotFoundError as error:
+            if self.has_checkpoints():
+                raise UserError(f"{self.path} is not a t2t_lite model_dir as it is "
+                                f"({error.filename} is missing: deleted, or a bad copy?): restore "
+                                "that file from a copy; its checkpoints need it") from None
             raise UserError(f"{self.path} is not a t2t_lite model_dir ({error.filename} is "
                             "missing): train one there with t2t-lite-trainer") from None
         for key in ("problem", "hparams_set") + (() if data_dir else ("data_dir",)):
