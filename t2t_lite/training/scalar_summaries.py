@@ -15,16 +15,20 @@ from tensorboard.util import tensor_util
 
 
 class ScalarWriter:
-    """Appends scalars to a new event file in `directory` (one per writer, as TensorFlow's)."""
+    """Appends scalars to a new event file in `directory` (one per writer, as TensorFlow's),
+    made at the first scalar written: a command refused before it evaluates leaves no file."""
 
     def __init__(self, directory):
-        os.makedirs(directory, exist_ok=True)
-        name = (f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}."
-                f"{os.getpid()}.{id(self)}.v2")
-        self._records = RecordWriter(open(os.path.join(directory, name), "wb"))
-        self._write(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
+        self._directory = directory
+        self._records = None
 
     def _write(self, event):
+        if self._records is None:
+            os.makedirs(self._directory, exist_ok=True)
+            name = (f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}."
+                    f"{os.getpid()}.{id(self)}.v2")
+            self._records = RecordWriter(open(os.path.join(self._directory, name), "wb"))
+            self._write(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
         self._records.write(event.SerializeToString())
         self._records.flush()
 
@@ -40,4 +44,5 @@ class ScalarWriter:
         self._write(event_pb2.Event(wall_time=time.time(), step=step, summary=summary))
 
     def close(self):
-        self._records.close()
+        if self._records is not None:
+            self._records.close()
