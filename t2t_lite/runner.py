@@ -265,6 +265,7 @@ class Runner:
         with (self._lock(distribution), self.data_errors_named(),
               distribution.write_dir(self.model_dir.path) as write_path):
             output_dir = ModelDir(write_path)
+            self.problem.check_data("dev", self.data_dir)  # every run ends evaluating on dev
             if distribution.is_chief:  # a missing checkpoint is named; the list names those there
                 latest_checkpoint(self.model_dir.path, repair=True)
             if trainer is None:

@@ -139,8 +139,10 @@ def test_shards_written_before_records_are_read_through_and_recorded(data_copy, 
 def test_a_changed_shard_met_while_reading_is_one_line(model_copy, data_copy, tmp_path,
                                                         capsys):
     """A shard changed in place (its size intact) fails TFRecord's CRC only when it is read:
-    training and --split then stop with one line naming the data_dir and the datagen run that
-    finds it (a DataLossError traceback before)."""
+    --split then stops with one line naming the data_dir and the datagen run that finds it (a
+    DataLossError traceback before); training checks the shards' SHA-256 at its start (the
+    dev split's first, which it evaluates on), and stops there with one line naming the
+    shard, not hours in."""
     from t2t_lite.cli import decoder, trainer
 
     datagen_run = (f"run `t2t-lite-datagen --problem=test_short_reverse --data_dir={data_copy}`"
@@ -158,7 +160,10 @@ def test_a_changed_shard_met_while_reading_is_one_line(model_copy, data_copy, tm
         str(tmp_path / "model"), data_copy, 2, "--problem=test_short_reverse",
         "--hparams_set=transformer_tiny"), capsys)
     (line,) = error_lines(err)
-    assert code == 2 and "Traceback" not in err and datagen_run in line
+    assert code == 2 and "Traceback" not in err and line == (
+        f"t2t-lite: error: {data_copy}/{DEV} changed since datagen wrote it (its SHA-256 "
+        "differs): the dev data is damaged; run `t2t-lite-datagen --problem=test_short_reverse "
+        f"--data_dir={data_copy}` to write it again")
 
 
 def test_the_jax_path_finds_a_changed_shard_by_its_checksum(data_copy):
@@ -197,7 +202,7 @@ def test_a_split_without_its_stats_is_read_with_a_warning_and_datagen_records_it
     (warning,) = [r.getMessage() for r in caplog.records if "no record" in r.getMessage()]
     assert warning.startswith(f"the dev shards of test_short_reverse in {data_copy} have no "
                               "record of what datagen wrote (test_short_reverse-dev.stats.json "
-                              "missing, or from an older datagen)")
+                              "missing or damaged, or from an older datagen)")
 
     code, _, err = datagen(data_copy, capsys)
     assert code == 0, err

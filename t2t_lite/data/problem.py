@@ -157,6 +157,15 @@ class Problem:
             while not self._has_training_data(data_dir):
                 time.sleep(poll_seconds)
             return
+        try:  # datagen writes TFRecords with TensorFlow, which a JAX machine may not have
+            import t2t_lite.backends.tensorflow.pipeline  # noqa: F401
+        except ImportError:
+            missing = next((path for split in ("train", "dev")
+                            for path in self.shard_paths(split, data_dir)
+                            if not os.path.exists(path)), f"{data_dir}'s data")
+            raise UserError(f"{missing} is missing, and writing {self.name}'s data needs "
+                            "TensorFlow, which is not installed here: run "
+                            f"{self.datagen_command(data_dir)} where it is") from None
         logger.info("generating data for %s in %s", self.name, data_dir)
         self.generate_data(data_dir, raw_dir)
 
@@ -273,7 +282,9 @@ class Problem:
         """Batches of ({"inputs", "targets"}, targets) for `split`; see pipeline.make_dataset."""
         import t2t_lite.backends.tensorflow.pipeline as pipeline  # tf.data: imported when used
 
-        self._check_has_data(split, data_dir)
+        # Checksums too: tf.data finds a shard changed in place only at the record it reads,
+        # possibly hours in (the JAX path's reader checks what it reads).
+        self._check_has_data(split, data_dir, checksums=True)
         if training:
             self._report_length_filter(data_dir, hparams.max_length)
         return pipeline.make_dataset(self.shard_paths(split, data_dir), hparams.batch_size,
@@ -322,9 +333,16 @@ class Problem:
         datagen = self.datagen_command(data_dir)
         return f"the {split} data is damaged; run {datagen} to write it again"
 
-    def _check_has_data(self, split, data_dir):
-        """Refuses a missing split or shards of another size than datagen wrote; returns the
-        shards' records ({} for shards without: they are read unchecked, with a warning)."""
+    def check_data(self, split, data_dir):
+        """Refuses `split` where it is missing or its shards are not what datagen wrote (by size
+        and SHA-256), in one line: what the trainer checks of the dev split before it writes
+        anything (its reader would find the damage at the first evaluation)."""
+        self._check_has_data(split, data_dir, checksums=True)
+
+    def _check_has_data(self, split, data_dir, checksums=False):
+        """Refuses a missing split or shards of another size (with `checksums`, other bytes)
+        than datagen wrote; returns the shards' records ({} for shards without: they are read
+        unchecked, with a warning)."""
         if split not in self.num_shards:
             raise UserError(f"problem {self.name} has no {split} split, only "
                             f"{', '.join(self.splits())}")
@@ -335,15 +353,16 @@ class Problem:
             raise UserError(f"no {split} data for problem {self.name} in {data_dir}{holds}: run "
                             f"{datagen} or pass --generate_data to the trainer")
         records = self._stats(split, data_dir).get("shards", {})
-        found = shard_records.damage(self.shard_paths(split, data_dir), records, checksums=False)
+        found = shard_records.damage(self.shard_paths(split, data_dir), records,
+                                     checksums=checksums)
         if found:
             more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
             raise UserError(f"{found[0]}{more}: {self._mend(split, data_dir)}")
         if not records and (data_dir, self.name, split) not in _UNRECORDED_WARNED:
             _UNRECORDED_WARNED.add((data_dir, self.name, split))
             logger.warning("the %s shards of %s in %s have no record of what datagen wrote "
-                           "(%s missing, or from an older datagen): a shard cut short or "
-                           "changed cannot be found; run %s to check and record them", split,
+                           "(%s missing or damaged, or from an older datagen): a shard cut short "
+                           "or changed cannot be found; run %s to check and record them", split,
                            self.name, data_dir, os.path.basename(self.stats_path(split, data_dir)),
                            datagen)
         return records

@@ -4,7 +4,8 @@ A shard cut short by a bad copy or a full disk, or changed in place, otherwise r
 TensorFlow stops at the cut without an error in some readers, and a model would train on a
 part of the corpus without anyone knowing. The records live in the split's stats.json (see
 t2t_lite.data.problem). Commands that read data compare sizes, which costs nothing; datagen
-compares checksums too and writes a damaged split again.
+and the TensorFlow trainer's input (at its start) compare checksums too (the JAX path's reader
+hashes the bytes it reads), and datagen writes a damaged split again.
 """
 
 import hashlib
