@@ -16,8 +16,9 @@ per row, the rest 0); a sample of each input, drawn at the temperature from its 
 probable tokens (0: all) and then its nucleus of mass top_p (1: all), with the model's
 length-penalized log-probability as its score. As in the translating signatures, an item that
 cannot be scored or sampled gets score 0, no output and its reason in `errors`, and the rest of
-the batch is served; sampling settings out of range (a temperature below float32's smallest normal number included)
-are every item's error; sources and targets of different counts are refused.
+the batch is served; sampling settings out of range (a temperature below float32's smallest
+normal number included) are every item's error; sources and targets of different counts are
+refused.
 """
 
 import collections
