@@ -65,6 +65,18 @@ def weights(path):
             if name.startswith("model/")}
 
 
+def test_every_file_of_a_model_dir_and_its_data_dir_damaged_every_way_resumes_or_is_one_line(
+        tiny_model, short_reverse_data, tmp_path):
+    """Issue 47's sweep on TensorFlow (tests/damage_sweep.py): each kind of file the tiny
+    model_dir and its data_dir hold, cut, emptied, bytes flipped in place and deleted, read by
+    the decoder or the trainer, resumes from the newest intact state (with a warning naming
+    the damage where it falls back) or is refused in one line naming the file, nothing changed."""
+    from damage_sweep import TRAINER_FLAGS, Sweep, check
+
+    results = list(Sweep(tiny_model, short_reverse_data, str(tmp_path), TRAINER_FLAGS).cases())
+    check(results, tiny_model, short_reverse_data)
+
+
 def test_a_damaged_checkpoint_is_named_and_the_trainer_resumes_before_it(
         model_copy, short_reverse_data, capsys):
     """A truncated .data file (a bad copy): the decoder names it and the newest intact one; the

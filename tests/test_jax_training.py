@@ -233,6 +233,23 @@ def test_a_damaged_jax_checkpoint_is_skipped_and_the_run_resumes_before_it(
     assert_same_final_weights(small_uninterrupted, damaged)
 
 
+def test_every_file_of_a_jax_model_dir_and_its_data_dir_damaged_every_way_resumes_or_is_one_line(
+        small_uninterrupted, short_reverse_data, tmp_path):
+    """Issue 47's sweep on JAX, without TensorFlow (tests/damage_sweep.py; test_faults runs it
+    on TensorFlow): every kind of file cut, emptied, flipped in place and deleted resumes from
+    the newest intact state or is refused in one line naming the file, nothing changed."""
+    from damage_sweep import check
+
+    sweep = os.path.join(os.path.dirname(__file__), "damage_sweep.py")
+    result = subprocess.run(
+        [sys.executable, sweep, small_uninterrupted, short_reverse_data, str(tmp_path),
+         USR_PROBLEMS], env=jax_environment(), capture_output=True, text=True, timeout=900,
+        check=False)
+    assert result.returncode == 0, result.stderr[-4000:]
+    check([json.loads(line) for line in result.stdout.splitlines()], small_uninterrupted,
+          short_reverse_data)
+
+
 def test_weights_changed_in_place_are_named_not_decoded(small_uninterrupted, tmp_path, capsys):
     """16 bytes flipped inside the latest .weights.h5 (its size unchanged; HDF5 checks no data)
     loaded as other weights, and the decoder printed other translations: the CRC-32 saved with

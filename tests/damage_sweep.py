@@ -1,0 +1,221 @@
+"""Every kind of file a model_dir and a data_dir hold, damaged each way disks, copies and syncs
+damage files (cut, emptied, bytes flipped in place, deleted), then read by the commands that
+read it, on the Keras backend of this process (issue 47). Each case must end in one of two
+outcomes:
+
+- "resumed": exit 0 from the newest intact state. The decoder prints what the undamaged
+  model_dir gives, or, where the damage reached the latest checkpoint's weights, what the one
+  before it gives with a warning naming the damaged one; the trainer says which checkpoint it
+  resumed from (the one before, with a warning, where the latest is damaged) and evaluates.
+- "refused": exit 2, one or two error lines naming the damaged file (or its checkpoint),
+  nothing on stdout, and the model_dir and data_dir left exactly as they were.
+
+Anything else (a traceback, another output, a fallback without a word) is "wrong". The tests
+run it in their process on TensorFlow (test_faults) and as a script on JAX (test_jax_training),
+where TensorFlow cannot be imported:
+
+    KERAS_BACKEND=jax python tests/damage_sweep.py MODEL_DIR DATA_DIR WORK_DIR USR_DIR
+
+which prints one JSON object per case.
+"""
+
+import contextlib
+import glob
+import hashlib
+import io
+import json
+import os
+import shutil
+import sys
+
+DAMAGES = ("cut", "emptied", "flipped", "deleted")
+SOURCES = "1 2 3\n4 5 6 7 8\n9 0 9 0 1\n"
+TRAINER_FLAGS = ("--eval_every=0", "--eval_steps=1", "--eval_decode_examples=0",
+                 "--random_seed=3")
+
+
+def damage(path, how):
+    """Damages the file `path` as `how` (one of DAMAGES) says: cut to half its size, emptied,
+    16 bytes inverted in its middle (the size unchanged), or deleted."""
+    size = os.path.getsize(path)
+    if how == "deleted":
+        os.remove(path)
+    elif how == "emptied":
+        open(path, "wb").close()
+    elif how == "cut":
+        os.truncate(path, size // 2)
+    else:
+        with open(path, "r+b") as f:
+            f.seek(size // 2)
+            flipped = bytes(byte ^ 0xFF for byte in f.read(16))
+            f.seek(size // 2)
+            f.write(flipped)
+
+
+def kinds(model_dir, data_dir):
+    """[(where, relative path, command)]: one file of each kind, with the command that reads
+    it ("decoder" or "trainer"; both for the model_dir's records, which both read)."""
+    from t2t_lite.training.checkpoint_list import checkpoint_paths
+
+    latest = os.path.basename(checkpoint_paths(model_dir)[-1])
+    found = [("model", name, command) for name in ("problem.json", "hparams.json")
+             for command in ("decoder", "trainer")]
+    found += [("model", "checkpoint", "decoder"), ("model", "eval/history.json", "trainer")]
+    found += [("model", os.path.basename(path), "decoder")  # and the trainer where unread
+              for path in sorted(glob.glob(os.path.join(model_dir, f"{latest}.*")))]
+    for split in ("train", "dev"):  # the splits the trainer reads, each checked on its own
+        (shard, *_) = sorted(glob.glob(os.path.join(data_dir, f"*-{split}-[0-9]*-of-[0-9]*")))
+        found.append(("data", os.path.basename(shard), "trainer"))
+    (stats,) = glob.glob(os.path.join(data_dir, "*-train.stats.json"))  # as the dev split's
+    return found + [("data", os.path.basename(stats), "trainer")]
+
+
+def contents(directory):
+    """{relative path: SHA-256} of the files under `directory` but its locks."""
+    found = {}
+    for root, _, names in os.walk(directory):
+        for name in names:
+            if not name.endswith(".lock"):
+                path = os.path.join(root, name)
+                with open(path, "rb") as f:
+                    found[os.path.relpath(path, directory)] = hashlib.sha256(f.read()).hexdigest()
+    return found
+
+
+def run(main, argv):
+    """(exit status, stdout, stderr) of a console script's main, run as its console script; an
+    exception it lets through (a traceback in a console) is exit status "traceback"."""
+    import traceback
+
+    from t2t_lite import cli
+
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            cli.run(main, argv)
+        except SystemExit as exit_info:
+            code = exit_info.code
+        except Exception:  # noqa: BLE001 (what the sweep looks for)
+            code = "traceback"
+            traceback.print_exc()
+    return code, out.getvalue(), err.getvalue()
+
+
+class Sweep:
+    """The cases of one trained model_dir (at least two checkpoints) and its data_dir."""
+
+    def __init__(self, model_dir, data_dir, work_dir, trainer_flags):
+        from t2t_lite.training.checkpoint_list import checkpoint_paths, checkpoint_step
+
+        self.model_dir, self.data_dir, self.work_dir = model_dir, data_dir, work_dir
+        self.trainer_flags = trainer_flags
+        *_, previous, latest = checkpoint_paths(model_dir)
+        self.latest, self.previous = os.path.basename(latest), os.path.basename(previous)
+        self.steps = checkpoint_step(latest), checkpoint_step(previous)
+        os.makedirs(work_dir, exist_ok=True)
+        self.source = os.path.join(work_dir, "source.txt")
+        with open(self.source, "w", encoding="utf-8") as f:
+            f.write(SOURCES)
+        self.decoded = {
+            name: self.command("decoder", model_dir, data_dir, *(
+                [f"--checkpoint_path={os.path.join(model_dir, name)}"] if name else []))[1]
+            for name in ("", self.previous)}
+        assert self.decoded[""] != self.decoded[self.previous], "the two states must differ"
+
+    def command(self, name, model_dir, data_dir, *flags):
+        if name == "decoder":
+            from t2t_lite.cli import decoder
+
+            # Two best of each with their scores: a weight changed shows in the scores.
+            return run(decoder.main, [f"--model_dir={model_dir}", f"--data_dir={data_dir}",
+                                      f"--decode_from_file={self.source}", "--n_best=2",
+                                      *flags])
+        from t2t_lite.cli import trainer
+
+        # To the latest step: resumed from there, nothing to train but the final evaluation.
+        return run(trainer.main, [f"--model_dir={model_dir}", f"--data_dir={data_dir}",
+                                  f"--train_steps={self.steps[0]}", *self.trainer_flags])
+
+    def case(self, where, name, how, command):
+        """One damaged copy, one command: {"file", "damage", "command", "exit", "outcome",
+        "why"} (see the module's doc)."""
+        self.count += 1  # a directory of its own: warnings are given once per directory
+        case_dir = os.path.join(self.work_dir, f"case{self.count}")
+        model_dir, data_dir = (os.path.join(case_dir, part) for part in ("model", "data"))
+        shutil.copytree(self.model_dir, model_dir)
+        shutil.copytree(self.data_dir, data_dir)
+        path = os.path.join(model_dir if where == "model" else data_dir, name)
+        key = os.path.relpath(path, case_dir)
+        original = contents(case_dir)[key]
+        damage(path, how)
+        before = contents(case_dir)
+        code, out, err = self.command(command, model_dir, data_dir)
+        after = contents(case_dir)
+        shutil.rmtree(case_dir)
+        in_latest = where == "model" and name.startswith(self.latest + ".")
+        named = (path in err or (in_latest and os.path.join(model_dir, self.latest) in err)
+                 or where == "data" and data_dir in err and name in err)
+        if code == 2:
+            lines = [line for line in err.splitlines() if "error:" in line]
+            changed = sorted(file for file in before.keys() | after.keys()
+                             if before.get(file) != after.get(file))
+            outcome = ("refused" if out == "" and 1 <= len(lines) <= 2 and named and not changed
+                       else "wrong")
+            why = lines + [f"changed {', '.join(changed)}"] * bool(changed)
+        elif code == 0 and command == "decoder":
+            fallback = out == self.decoded[self.previous] and in_latest and named
+            outcome = "resumed" if fallback or out == self.decoded[""] else "wrong"
+            why = [f"decoded {self.previous if fallback else self.latest}" if outcome == "resumed"
+                   else f"another output: {out}"]
+        elif code == 0:
+            latest, previous = self.steps
+            # From the latest checkpoint, or (with a warning) the newest intact one before it;
+            # damaged data named, or written again as it was.
+            resumed = (f"final evaluation at step {latest}:" in out and (
+                f"(step {latest})" in err and (named or not in_latest)
+                or f"(step {previous})" in err and in_latest and named)
+                and (where == "model" or named or after.get(key) == original))
+            outcome = "resumed" if resumed else "wrong"
+            step = latest if f"(step {latest})" in err else previous
+            why = [f"resumed at step {step}" if resumed else err[-3000:]]
+        else:
+            outcome, why = "wrong", [err[-3000:]]
+        return {"file": f"{where}_dir/{name}", "damage": how, "command": command, "exit": code,
+                "outcome": outcome, "why": why}
+
+    def cases(self):
+        self.count = 0
+        for where, name, command in kinds(self.model_dir, self.data_dir):
+            for how in DAMAGES:
+                result = self.case(where, name, how, command)
+                yield result
+                if result["why"] == [f"decoded {self.latest}"] and name.startswith(self.latest):
+                    yield self.case(where, name, how, "trainer")  # what the decoder skips
+
+
+def check(results, model_dir, data_dir):
+    """Asserts that the sweep of model_dir and data_dir covered every kind of file and damage,
+    and that each case resumed or was refused, as the module's doc says."""
+    wrong = [result for result in results if result["outcome"] == "wrong"]
+    assert not wrong, json.dumps(wrong, indent=1)
+    assert {(result["file"], result["damage"]) for result in results} == {
+        (f"{where}_dir/{name}", how) for where, name, _ in kinds(model_dir, data_dir)
+        for how in DAMAGES}
+    from t2t_lite.training.checkpoint_list import checkpoint_paths
+
+    whys = {why for result in results for why in result["why"]}
+    previous = os.path.basename(checkpoint_paths(model_dir)[-2])
+    assert f"decoded {previous}" in whys, whys  # a fallback to the newest intact one was seen
+
+
+def main(model_dir, data_dir, work_dir, usr_dir):
+    sys.modules["tensorflow"] = None  # the JAX side must not need TensorFlow
+    from t2t_lite.registry import import_usr_dir
+
+    import_usr_dir(usr_dir)
+    for result in Sweep(model_dir, data_dir, work_dir, TRAINER_FLAGS).cases():
+        print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
