@@ -203,7 +203,7 @@ def check_parsing(working_dir, notebook):
     printed = (working_dir / "test.evalb").read_text().splitlines()[-1]  # after the log lines
     assert printed == str(evalb.evaluate(gold, trees))
     dev = read_scalars(str(working_dir / "parser_model"), "eval")
-    assert dev["f1"][0] == [150, 300]
+    assert dev["f1"][0] == [75, 150]
     best = json.loads((working_dir / "parser_model" / "best" / "info.json").read_text())
     assert best["metric"] == "f1" and best["value"] == pytest.approx(max(dev["f1"][1]))
 
@@ -235,7 +235,7 @@ RUNS = {
     "parsing.ipynb": NotebookRun(dict(
         SYNTHETIC_TREES={"train": 200, "dev": 12, "test": 12}, VOCAB_SIZE=300,
         HPARAMS=TINY_MODEL.replace("extra_length=5", "extra_length=60,warmup_steps=30"),
-        TRAIN_STEPS=300, EVAL_EVERY=150, EVAL_EXAMPLES=12, BEAM_SIZE=2),
+        TRAIN_STEPS=150, EVAL_EVERY=75, EVAL_EXAMPLES=12, BEAM_SIZE=2),
         check=check_parsing),
 }
 
