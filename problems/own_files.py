@@ -14,6 +14,7 @@ import re
 from t2t_lite import registry
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import write_text_atomically
+from t2t_lite.utils.json_records import read_record
 
 
 class OwnFilesProblem:
@@ -42,9 +43,9 @@ class OwnFilesProblem:
         already has data made from a different one."""
         path = registry.problem_spec_path(data_dir, name)
         if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                saved = json.load(f)
             made = glob.glob(os.path.join(glob.escape(data_dir), f"{name}[-.]*"))
+            saved = read_record(path, dict, f"restore it from a copy, or delete "
+                                f"{data_dir}/{name}* to make that data again")
             if saved != spec and set(made) - {path}:
                 changed = ", ".join(sorted(k for k in spec if saved.get(k) != spec[k]))
                 raise UserError(f"{data_dir} has data of {name} made with other {changed} (see "

@@ -7,7 +7,6 @@ closer `/label`, so that labels and tags are never split into pieces. The source
 with SentencePiece, the target side symbol by symbol.
 """
 
-import json
 import os
 
 import numpy as np
@@ -15,6 +14,7 @@ import numpy as np
 from t2t_lite.data.vocabulary import SentencePieceVocabulary, Vocabulary, strip_ids
 from t2t_lite.problems.tag_dictionary import TagDictionary
 from t2t_lite.utils.errors import UserError
+from t2t_lite.utils.json_records import damaged, read_record
 
 # Kinds of ids, for the constraint and the in-graph trees.
 OTHER, TAG, OPEN, CLOSE = 0, 1, 2, 3
@@ -62,16 +62,12 @@ class ParsingVocabulary(Vocabulary):
         and "labels", and the tag dictionary and nesting limits the search keeps to); a damaged
         file is a UserError naming it and what is wrong."""
         words = SentencePieceVocabulary.load(model_path)
-        try:
-            with open(symbols_path, "rb") as f:
-                symbols = json.loads(f.read())
-            wrong = symbols_problem(symbols)
-        except (ValueError, RecursionError):  # not UTF-8, not JSON, nested too deep
-            wrong = "not JSON"
+        fix = ("restore the symbols file datagen wrote from a copy: the data shards need these "
+               "very symbols")
+        symbols = read_record(symbols_path, dict, fix)
+        wrong = symbols_problem(symbols)
         if wrong:
-            raise UserError(f"{symbols_path} is not the symbols file datagen wrote ({wrong}; "
-                            "damaged?): restore it from a copy, the data shards need these very "
-                            "symbols")
+            raise damaged(symbols_path, wrong, fix)
         limits = {key: symbols[key] for key in ("max_depth", "max_opens_in_a_row")
                   if key in symbols}
         return cls(words.model_proto, symbols["tags"], symbols["labels"],

@@ -19,6 +19,7 @@ import os
 from t2t_lite.config import HParams, HParamsError
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import absolute, write_text_atomically
+from t2t_lite.utils.json_records import damaged, read_record
 
 HPARAMS_FILE = "hparams.json"
 HPARAMS_HISTORY = "changed_on_resume"  # in HPARAMS_FILE: [{"step": N, name: [old, new]}, ...]
@@ -39,8 +40,6 @@ AVG_DIR = "avg"
 CTRANSLATE2_CACHE = "ctranslate2"
 EXPORT_DIRS = {"saved_model": "export", "ctranslate2": "export_ctranslate2"}
 SUMMARY_RUNS = ("train", "eval")
-JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "a number",
-              float: "a number", bool: "true or false", type(None): "null"}
 # How to mend each record when it is damaged (a bad copy, an edit by hand).
 REPAIRS = {
     HPARAMS_FILE: "restore it from a copy, or repair it by hand: a JSON object of hparam "
@@ -247,21 +246,8 @@ class ModelDir:
 
     def _read_json(self, name, kind):
         """The value in the record `name`, which must be of type `kind` (dict or list); one
-        that is not (not JSON, or other JSON) is a UserError naming it and how to mend it."""
-        with open(self.join(name), "rb") as f:
-            text = f.read()
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise self._damaged(name, f"not JSON: {error.msg} at line {error.lineno} column "
-                                f"{error.colno}") from None
-        except UnicodeDecodeError:
-            raise self._damaged(name, "not UTF-8 text") from None
-        except RecursionError:  # arrays or objects nested thousands deep
-            raise self._damaged(name, "JSON nested deeper than Python reads") from None
-        if not isinstance(value, kind):
-            raise self._damaged(name, f"{JSON_TYPES[type(value)]}, not {JSON_TYPES[kind]}")
-        return value
+        that is not is a UserError naming it and how to mend it (see utils.json_records)."""
+        return read_record(self.join(name), kind, REPAIRS[name])
 
     def _damaged(self, name, what):
-        return UserError(f"{self.join(name)} is damaged ({what}): {REPAIRS[name]}")
+        return damaged(self.join(name), what, REPAIRS[name])

@@ -6,13 +6,13 @@ imported on the first lookup, so that the core never imports them directly.
 
 import importlib
 import importlib.util
-import json
 import os
 import re
 import sys
 import traceback
 
 from t2t_lite.utils.errors import UserError, did_you_mean
+from t2t_lite.utils.json_records import damaged, read_record
 
 
 def snake_case(name):
@@ -92,13 +92,10 @@ def problem(name, data_dir=None):
             f"files by t2t-lite-datagen in {data_dir}")
     remake = (f"make it again with the t2t-lite-datagen command that wrote {data_dir} (or "
               "restore it from a copy)")
-    try:
-        with open(spec_path, "rb") as f:
-            spec = json.loads(f.read())
-        registered = spec["problem_class"] if isinstance(spec, dict) else None
-    except (ValueError, RecursionError, KeyError) as error:  # ValueError: not JSON or UTF-8
-        what = "no problem_class" if isinstance(error, KeyError) else "not a JSON record"
-        raise UserError(f"{spec_path} is damaged ({what}): {remake}") from None
+    spec = read_record(spec_path, dict, remake)
+    if "problem_class" not in spec:
+        raise damaged(spec_path, "no problem_class", remake)
+    registered = spec["problem_class"]
     if not isinstance(registered, str) or registered not in problems.names():
         raise UserError(f"{spec_path} is damaged (its problem_class {registered!r} is no "
                         f"registered problem class): {remake}")

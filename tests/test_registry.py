@@ -54,12 +54,14 @@ def test_usr_dir_registers_user_hparams(tmp_path):
 
 
 @pytest.mark.parametrize("content, what", [
-    ('{"problem_class": "TranslateFiles", "vocab', "not a JSON record"),  # cut short
-    ("", "not a JSON record"),
+    ('{"problem_class": "TranslateFiles", "vocab',  # cut short
+     "not JSON: Unterminated string starting at line 1 column 37"),
+    ("", "not JSON: Expecting value at line 1 column 1"),
     ('{"vocab_size": 8000}', "no problem_class"),
     ('{"problem_class": "NoSuchClass"}', "its problem_class 'NoSuchClass' is no registered "
      "problem class"),
-    ("[" * 100_000 + "]" * 100_000, "not a JSON record"),  # RecursionError in json
+    ("[" * 100_000 + "]" * 100_000, "JSON nested deeper than Python reads"),  # RecursionError
+    ("[1]", "a list, not an object"),
 ])
 def test_a_damaged_problem_record_of_a_data_dir_is_one_line(content, what, tmp_path):
     """DATA_DIR/NAME.problem.json (what t2t-lite-datagen made of the user's files) cut short,

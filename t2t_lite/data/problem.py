@@ -31,6 +31,7 @@ from t2t_lite.utils.files import (
     write_refusals_named,
     write_text_atomically,
 )
+from t2t_lite.utils.json_records import read_record
 from t2t_lite.utils.progress import Progress
 
 logger = logging.getLogger("t2t_lite")
@@ -224,11 +225,9 @@ class Problem:
         """The split's stats.json as a dict; {} when it is missing or damaged (nothing relies on
         it being there: datagen writes it again with the split)."""
         try:
-            with open(self.stats_path(split, data_dir), encoding="utf-8") as f:
-                stats = json.load(f)
-        except (FileNotFoundError, ValueError):
+            return read_record(self.stats_path(split, data_dir), dict, "")
+        except (FileNotFoundError, UserError):
             return {}
-        return stats if isinstance(stats, dict) else {}
 
     def _write_stats(self, split, data_dir, stats):
         write_text_atomically(self.stats_path(split, data_dir), json.dumps(stats, indent=1) + "\n")
