@@ -285,6 +285,40 @@ def test_weights_changed_in_place_are_named_not_decoded(small_uninterrupted, tmp
     assert code == 0 and len(out.splitlines()) == 1, err
 
 
+def test_a_file_size_limit_while_a_jax_checkpoint_saves_is_one_line_and_leaves_nothing_partial(
+        small_uninterrupted, short_reverse_data, tmp_path):
+    """As on TensorFlow (test_faults): writes beyond a file-size limit fail (EFBIG) midway
+    through the save of ckpt-61, as they would on a full disk ("[Errno 28] No space left on
+    device" before, without the path, and a partial save left behind): one line naming the
+    step, the model_dir and the limit; no temporary left; ckpt-60 still the latest."""
+    import glob
+    import resource
+    import shutil
+
+    model_dir = str(tmp_path / "model")
+    shutil.copytree(small_uninterrupted, model_dir)
+    checkpoint_bytes = sum(os.path.getsize(path) for path in glob.glob(f"{model_dir}/ckpt-60.*"))
+
+    def limit_file_size():  # in the trainer's process, before it starts
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of the signal's kill
+        resource.setrlimit(resource.RLIMIT_FSIZE, (checkpoint_bytes // 2,
+                                                   resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    flags = [flag for flag in SMALL if not flag.startswith("--train_steps=")]
+    result = subprocess.run(
+        jax_command("trainer", *flags, "--train_steps=61", f"--data_dir={short_reverse_data}",
+                    f"--model_dir={model_dir}"), env=jax_environment(), capture_output=True,
+        text=True, timeout=900, check=False, preexec_fn=limit_file_size)
+    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert result.returncode == 2 and len(errors) == 1, result.stderr[-3000:]
+    assert (f"t2t-lite-trainer: error: cannot save the checkpoint of step 61 in {model_dir} (File "
+            "too large): it writes files of about ") in errors[0]
+    assert "over a file-size limit there (`ulimit -f`" in errors[0]
+    assert "Traceback" not in result.stderr
+    assert not glob.glob(f"{model_dir}/*.saving*") and latest_checkpoint(model_dir) == (
+        f"{model_dir}/ckpt-60")
+
+
 def test_tensorflow_tools_name_a_jax_checkpoint_as_such(small_uninterrupted, tmp_path, capsys):
     """t2t-lite-avg-checkpoints and --init_from_optimizer on TensorFlow, given a JAX-trained
     model_dir, said its checkpoint "was removed while it was read": they name the trainer that
