@@ -97,7 +97,7 @@ def transformer_parsing_small():
     synthetic trees it reaches test F1 90.7 in 2,000 steps, 2.2 minutes on 2 cores (a 3+3-layer,
     d_model=256 version with the paper's rate had not learned by then; benchmarks/RESULTS.md).
     With 3,500 WSJ-sized synthetic trees, 30 minutes and a 1000-piece vocabulary: test F1 93.12
-    (README, "Parsing")."""
+    (docs/guides/parsing.md)."""
     return transformer_parsing().replace(
         num_encoder_layers=2, num_decoder_layers=2, d_model=128, d_ff=512, num_heads=4,
         dropout=0.1, batch_size=2048, warmup_steps=200, learning_rate=0.3)

@@ -1,4 +1,4 @@
-"""The shape of the house (../shared/DESIGN.md, README "Layout"): dependencies run one way, no
+"""The shape of the house (../shared/DESIGN.md, docs/design.md): dependencies run one way, no
 import circles, no module over 400 lines, no logic in a package's __init__, TensorFlow and JAX
 each in its wing, a few folders by concept, and the core reaches the built-in problems and
 hparams sets only through the registry."""

@@ -45,7 +45,7 @@ get_ipython().system = _run_shell_and_check
 
 
 # A toy English -> German corpus for translate_your_corpus: word-by-word translations of random
-# phrases, in the files layout of README "Your own corpus, no Python" (Multi30k's in Colab).
+# phrases, in the files layout of docs/guides/own-corpus.md (Multi30k's in Colab).
 WORDS = {"the": "die", "small": "kleine", "dog": "Hund", "sees": "sieht", "a": "eine",
          "red": "rote", "car": "Auto", "green": "grüne", "house": "Haus", "runs": "läuft",
          "to": "zu", "big": "große", "cat": "Katze", "sleeps": "schläft", "on": "auf",

@@ -7,13 +7,19 @@ last 20 for its big ones.
 from t2t_lite import cli
 
 
-def parse_args(argv):
+def build_parser():
+    """The flags, apart from parsing: the documentation's reference is generated from them."""
     parser = cli.ArgumentParser(prog="t2t-lite-avg-checkpoints", description=__doc__)
     parser.add_argument("--model_dir", required=True, help="a trained model_dir")
     parser.add_argument("--n", type=int, default=5, help="how many of the latest checkpoints")
     parser.add_argument("--output_dir", required=True,
                         help="the new model_dir (must not exist, or be empty)")
     parser.add_usr_dir_flag("the problem the model was trained on")
+    return parser
+
+
+def parse_args(argv):
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error(f"--n must be positive, got {args.n}")

@@ -14,7 +14,8 @@ FILE_FLAGS = ("files_dir", "train", "dev", "test")
 SETTING_FLAGS = ("source_lang", "target_lang", "vocab_size", "vocab_type", "vocab_from")
 
 
-def parse_args(argv):
+def build_parser():
+    """The flags, apart from parsing: the documentation's reference is generated from them."""
     parser = cli.ArgumentParser(prog="t2t-lite-datagen", description=__doc__)
     parser.add_argument("--problem", required=True,
                         help="a registered problem, or a new name for your own corpus")
@@ -43,6 +44,12 @@ def parse_args(argv):
     own.add_argument("--vocab_from", metavar="MODEL_DIR",
                      help="encode with the vocabulary of this trained model instead of "
                      "learning one: the data to fine-tune it on (t2t-lite-trainer --init_from)")
+    return parser
+
+
+def parse_args(argv):
+    """The flags of argv, with the checks that need several of them."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.files_dir and (args.train or args.dev or args.test):
         parser.error("pass either --files_dir or --train/--dev/--test, not both")

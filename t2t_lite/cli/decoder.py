@@ -6,9 +6,10 @@ from t2t_lite import cli
 from t2t_lite.cli import flags
 
 
-def parse_args(argv):
+def build_parser():
+    """The flags, apart from parsing: the documentation's reference is generated from them."""
     from t2t_lite.decoding.scoring import NORMALIZATIONS
-    from t2t_lite.export.engines import ENGINE_NAMES, make_engine, refusal
+    from t2t_lite.export.engines import ENGINE_NAMES
 
     parser = cli.ArgumentParser(prog="t2t-lite-decoder", description=__doc__)
     flags.add_model_flags(parser, ensemble=True)
@@ -73,6 +74,16 @@ def parse_args(argv):
                         "0: greedy, above 1: more varied)")
     parser.add_argument("--random_seed", type=int, help="with sampling: the seed that makes the "
                         "samples repeatable (default: a new one, logged)")
+    flags.add_quantization_flag(parser, "engine", "ctranslate2")
+    return parser
+
+
+def parse_args(argv):
+    """The flags of argv, with the checks that need several of them (the engine's
+    capabilities among them)."""
+    from t2t_lite.export.engines import make_engine, refusal
+
+    parser = build_parser()
     args = flags.parse_with_quantization(parser, argv, "engine", "ctranslate2")
     if args.engine is None:
         from t2t_lite import backends

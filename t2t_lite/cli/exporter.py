@@ -9,8 +9,8 @@ from t2t_lite import cli
 from t2t_lite.cli import flags
 
 
-def parse_args(argv):
-    # Imports TensorFlow: done here, inside cli.run, so that Ctrl-C meanwhile is one line.
+def build_parser():
+    """The flags, apart from parsing: the documentation's reference is generated from them."""
     from t2t_lite.export.engines import FORMATS
 
     parser = cli.ArgumentParser(prog="t2t-lite-exporter", description=__doc__)
@@ -21,7 +21,14 @@ def parse_args(argv):
     parser.add_argument("--format", default="saved_model", choices=FORMATS,
                         help="ctranslate2: a model directory for the CTranslate2 engine, with "
                         "its vocabulary (pip install 't2t_lite[ctranslate2]')")
-    return flags.parse_with_quantization(parser, argv, "format", "ctranslate2")
+    flags.add_quantization_flag(parser, "format", "ctranslate2")
+    return parser
+
+
+def parse_args(argv):
+    # build_parser imports the engines: done here, inside cli.run, so that Ctrl-C meanwhile is
+    # one line.
+    return flags.parse_with_quantization(build_parser(), argv, "format", "ctranslate2")
 
 
 def main(argv):

@@ -43,12 +43,17 @@ def add_model_flags(parser, ensemble=False):
     parser.add_usr_dir_flag("the problem the model was trained on")
 
 
-def parse_with_quantization(parser, argv, flag, value):
-    """Adds --quantization, which only --FLAG=VALUE (choosing CTranslate2) uses, and parses;
-    the decoding flags are checked here against their hparams' ranges."""
+def add_quantization_flag(parser, flag, value):
+    """--quantization, which only --FLAG=VALUE (choosing CTranslate2) uses."""
     parser.add_argument("--quantization", help=f"with --{flag}={value}: float32 (default), "
                         "int8 or int8_float32 (int8 weights: 4x smaller, usually faster, nearly "
                         "the same outputs)")
+
+
+def parse_with_quantization(parser, argv, flag, value):
+    """Parses the flags of a parser given add_model_flags and add_quantization_flag(parser,
+    FLAG, VALUE): --quantization needs --FLAG=VALUE, and the decoding flags are checked here
+    against their hparams' ranges."""
     args = parser.parse_args(argv)
     if args.quantization and getattr(args, flag) != value:
         parser.error(f"--quantization needs --{flag}={value}")

@@ -11,13 +11,20 @@ import json
 from t2t_lite import cli
 
 
-def parse_args(argv):
+def build_parser():
+    """The flags, apart from parsing: the documentation's reference is generated from them."""
     parser = cli.ArgumentParser(prog="t2t-lite-make-tf-configs", description=__doc__)
     parser.add_argument("--workers", required=True,
                         help="comma-separated host:port of every worker, the chief first, e.g. "
                         "10.0.0.1:2222,10.0.0.2:2222")
     parser.add_argument("--index", type=int,
                         help="print only this worker's TF_CONFIG, as bare JSON")
+    return parser
+
+
+def parse_args(argv):
+    """The flags of argv, --workers split into its addresses and each checked."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     args.workers = [address.strip() for address in args.workers.split(",") if address.strip()]
     for address in args.workers:

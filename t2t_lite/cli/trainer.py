@@ -9,14 +9,17 @@ from t2t_lite.config import TrainConfig
 DEFAULTS = {field.name: field.default for field in dataclasses.fields(TrainConfig)}
 
 
-def parse_args(argv):
+def build_parser():
+    """The trainer's flags, apart from parsing, so that the documentation's reference is
+    generated from them (docs/reference_pages.py) rather than typed."""
     parser = cli.ArgumentParser(prog="t2t-lite-trainer", description=__doc__)
     parser.add_argument("--problem", help="registered problem name, e.g. algorithmic_reverse, "
                         "or your own corpus made by t2t-lite-datagen in --data_dir")
     parser.add_argument("--hparams_set", help="registered hparams set, e.g. transformer_base")
     parser.add_argument("--hparams", default="",
                         help='overrides, e.g. "num_heads=16,dropout=0.3"')
-    parser.add_argument("--model_dir", help="checkpoints, summaries, hparams.json")
+    parser.add_argument("--model_dir", help="checkpoints, TensorBoard summaries (train/, eval/), "
+                        "hparams.json, problem.json")
     parser.add_argument("--data_dir", help="TFRecord shards and vocabulary (default: "
                         "MODEL_DIR/data)")
     parser.add_argument("--raw_dir", "--tmp_dir", dest="raw_dir",
@@ -56,8 +59,8 @@ def parse_args(argv):
                         f"of N in the file's order (default {DEFAULTS['eval_decode_examples']}"
                         "; 0: none)")
     config.add_argument("--eval_decode_every", type=int,
-                        help="decode at every evaluation that is a multiple of N updates "
-                        "(default: at every evaluation); a multiple of --eval_every")
+                        help="decode at every evaluation that is a multiple of N updates, and "
+                        "at the end (default: at every evaluation); a multiple of --eval_every")
     config.add_argument("--eval_beam_size", type=int,
                         help="1 (default): greedy decoding; more: beam search with the hparams' "
                         "alpha and extra_length")
@@ -87,11 +90,18 @@ def parse_args(argv):
                         help="make initialization, dropout and the data order repeatable")
     parser.add_argument("--strategy", default="auto",
                         choices=("auto", "default", "mirrored", "multi_worker"),
-                        help="auto: multi_worker with TF_CONFIG, mirrored with several GPUs "
-                        "(on JAX: keras.distribution.DataParallel over the local devices)")
+                        help="auto: multi_worker with TF_CONFIG, mirrored with several GPUs, "
+                        "else default (one device); on JAX: keras.distribution.DataParallel "
+                        "over the local devices")
     parser.add_usr_dir_flag()
     parser.add_argument("--registry_help", action="store_true",
                         help="list the registered problems and hparams sets, then exit")
+    return parser
+
+
+def parse_args(argv):
+    """The flags of argv, with the checks that need several of them."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not args.registry_help and not args.model_dir:
         parser.error("--model_dir is required")

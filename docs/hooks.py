@@ -1,0 +1,15 @@
+"""MkDocs hook (mkdocs.yml `hooks:`): adds the generated pages of reference_pages.py (the CLI,
+hparams and problems reference, the benchmark results, the README's pages) to the site's files,
+in memory, so that nothing generated is written into docs/ or committed."""
+
+from mkdocs.structure.files import File
+
+import reference_pages  # beside this file: MkDocs puts the hook's folder on sys.path to load it
+
+
+def on_files(files, config):
+    for uri, markdown in reference_pages.pages().items():
+        if files.get_file_from_path(uri) is not None:
+            raise ValueError(f"docs/{uri} is generated at build time: delete the typed copy")
+        files.append(File.generated(config, uri, content=markdown))
+    return files
