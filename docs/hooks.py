@@ -1,6 +1,7 @@
 """MkDocs hook (mkdocs.yml `hooks:`): adds the generated pages of reference_pages.py (the CLI,
-hparams and problems reference, the benchmark results, the README's pages) to the site's files,
-in memory, so that nothing generated is written into docs/ or committed."""
+hparams and problems reference, the model_dir and data_dir layout, the Python API, the benchmark
+results, the README's pages) to the site's files, in memory, so that nothing generated is written
+into docs/ or committed."""
 
 from mkdocs.structure.files import File
 

@@ -1,37 +1,38 @@
 """The site's generated pages: the reference of every console script's flags (from its
 build_parser), of every registered hparams set (its values and docstring) and of every
-registered problem (its docstring), the benchmark results (benchmarks/RESULTS.md) and the pages
+registered problem (its docstring), what a model_dir and a data_dir hold (reference_layout.py),
+the Python API (reference_api.py), the benchmark results (benchmarks/RESULTS.md) and the pages
 made of README.md's text.
 
 They are generated at each build, never typed, so that they cannot drift from the code or be
 written twice: docs/hooks.py hands them to MkDocs, and tests/test_docs.py checks them. Nothing
-here imports TensorFlow, Keras or JAX (the parsers and the registry do not need them), so the
-docs build in a second or two. argparse has no public way to list a parser's flags: as
-sphinx-argparse does, the CLI pages read `parser._actions` and its groups, and let argparse's
-own HelpFormatter write the usage and metavars, so that they read as `--help` does.
+here imports TensorFlow, Keras or JAX (the parsers and the registry do not need them, and what
+imports them is read as source: reference_code.py), so the docs build in a second or two.
+argparse has no public way to list a parser's flags: as sphinx-argparse does, the CLI pages read
+`parser._actions` and its groups, and let argparse's own HelpFormatter write the usage and
+metavars, so that they read as `--help` does.
+
+The modules beside this one are imported by their names: MkDocs puts this folder on sys.path
+while it loads the hook, and tests/test_docs.py imports this module the same way.
 """
 
 import argparse
-import ast
 import dataclasses
-import html
 import importlib
 import importlib.metadata
 import inspect
-import io
 import posixpath
 import re
-import tokenize
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import reference_api
+import reference_layout
+from reference_code import GENERATED_NOTE, ROOT, assignment_comments, escape
+
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 README = ROOT / "README.md"
 # The README links into the docs by their paths in the repository; on the site they are pages.
 README_TARGETS = {"docs/": "", "benchmarks/RESULTS.md": "results.md"}
-SECTION = re.compile(r"[A-Z][a-z]+( \(.*\))?\.$")
-GENERATED_NOTE = ("*Generated from {source} at every build of these pages; edit that, not "
-                  "this page.*")
 
 
 def console_scripts():
@@ -40,13 +41,6 @@ def console_scripts():
     entry_points = importlib.metadata.distribution("t2t_lite").entry_points
     return {entry.name: entry.value.partition(":")[0] for entry in entry_points
             if entry.group == "console_scripts"}
-
-
-def escape(text):
-    """`text` shown as it is, not read as Markdown or HTML (help texts hold `<TAB>`, `*` and
-    `|`); line breaks are kept, so that a docstring's paragraphs and `- ` lists stay so."""
-    text = html.escape(text, quote=False)
-    return re.sub(r"([\\`*_\[\]|])", r"\\\1", text)
 
 
 def flag_cell(action, formatter):
@@ -98,34 +92,6 @@ def cli_page(script, module_name):
     return "\n".join(lines)
 
 
-def field_comments(path):
-    """{HParams field: (its section, the comments beside it and just above it)} of config.py:
-    what each hparam means, as the code says it. A section is a comment of one capitalized
-    word, perhaps with a parenthesis, ending with a period: `# Training.`"""
-    source = path.read_text(encoding="utf-8")
-    own_line, trailing = {}, {}  # by line number
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.COMMENT:
-            alone = token.line.strip().startswith("#")
-            (own_line if alone else trailing)[token.start[0]] = token.string[1:].strip()
-    hparams = next(node for node in ast.parse(source).body
-                   if isinstance(node, ast.ClassDef) and node.name == "HParams")
-    result, section = {}, ""
-    for node in hparams.body:
-        if not isinstance(node, ast.AnnAssign):
-            continue
-        above, line = [], node.lineno - 1
-        while line in own_line:
-            if SECTION.match(own_line[line]):
-                section = own_line[line].rstrip(".")
-                break
-            above.insert(0, own_line[line])
-            line -= 1
-        said = above + ([trailing[node.lineno]] if node.lineno in trailing else [])
-        result[node.target.id] = (section, " ".join(said))
-    return result
-
-
 def allowed(field):
     """An hparam's allowed values, from the metadata its checks read."""
     if "choices" in field.metadata:
@@ -142,7 +108,7 @@ def hparams_page():
     from t2t_lite import config, registry
 
     defaults = config.HParams()
-    comments = field_comments(Path(config.__file__))
+    comments = assignment_comments(Path(config.__file__), "HParams")
     fields = dataclasses.fields(config.HParams)
     lines = ["# hparams sets", "", GENERATED_NOTE.format(
         source="`t2t_lite/config.py` (`HParams`) and the registered hparams sets"), "",
@@ -262,6 +228,8 @@ def pages():
                  for script, module in sorted(console_scripts().items())}
     generated["reference/hparams.md"] = hparams_page()
     generated["reference/problems.md"] = problems_page()
+    generated["reference/layout.md"] = reference_layout.layout_page()
+    generated["reference/api.md"] = reference_api.api_page()
     generated["results.md"] = results_page()
     generated.update(readme_pages())
     return generated

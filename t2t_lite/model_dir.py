@@ -8,7 +8,9 @@ evaluations in eval/history.json; and model_dirs of its own, best/ (the best che
 metric) and avg/ (an average of checkpoints), each with an info.json saying what it is. The
 decoder keeps its CTranslate2 conversions in ctranslate2/, and the exporter writes export/
 (SavedModel) or export_ctranslate2/. Every one of these names is spelled here only; whatever
-reads or writes a model_dir asks a ModelDir.
+reads or writes a model_dir asks a ModelDir. The comment beside each name, or the docstring of
+the ModelDir member that gives its path, says what it is; the site's page of the layout
+(docs/reference_layout.py) shows them.
 """
 
 import dataclasses
@@ -21,19 +23,27 @@ from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import absolute, write_text_atomically
 from t2t_lite.utils.json_records import damaged, read_record
 
+# The experiment's hparams, every one (HParams.to_dict()), and those changed on resume.
 HPARAMS_FILE = "hparams.json"
 HPARAMS_HISTORY = "changed_on_resume"  # in HPARAMS_FILE: [{"step": N, name: [old, new]}, ...]
+# The experiment's problem, hparams set and data_dir, the model its weights started from, if
+# any, and the fingerprint of the vocabulary it was trained with.
 PROBLEM_FILE = "problem.json"
 EXPERIMENT_FILES = (HPARAMS_FILE, PROBLEM_FILE)
 # In PROBLEM_FILE, where a model started from another's weights came from (warm_start.Source).
 INIT_FROM_KEYS = {"init_from": str, "model_dir": str, "checkpoint": str, "step": int,
                   "optimizer": bool}
+# What a derived model_dir is: best/'s metric, value and step; an average's checkpoints.
 INFO_FILE = "info.json"
 CHECKPOINT_LIST = "checkpoint"  # TensorFlow's list of the checkpoints (ckpt-STEP.index, ...)
-# A checkpoint P is there when its TensorFlow index (P.index: the TensorFlow trainer's) or its
-# Keras weights (P.weights.h5: the JAX trainer's, t2t_lite.backends.jax.checkpoints) is.
+# The JAX trainer's checkpoint P is P.weights.h5, Keras's own format, which every backend
+# reads, and P.state.npz, what resuming needs besides (t2t_lite.backends.jax.checkpoints).
 KERAS_WEIGHTS = ".weights.h5"
+# A checkpoint P is there when its TensorFlow index (P.index: the TensorFlow trainer's, whose
+# values are in P.data-NNNNN-of-MMMMM beside it) or its Keras weights (P.weights.h5: the JAX
+# trainer's, t2t_lite.backends.jax.checkpoints) is.
 CHECKPOINT_MARKERS = (".index", KERAS_WEIGHTS)
+# Every evaluation of the trainer: its step and metrics, so that a resumed run knows the best.
 HISTORY_FILE = os.path.join("eval", "history.json")
 BEST_DIR = "best"
 AVG_DIR = "avg"
@@ -112,6 +122,7 @@ class ModelDir:
 
     @property
     def default_data_dir(self):
+        """The data_dir of an experiment started without --data_dir."""
         return self.join("data")
 
     @property
@@ -232,6 +243,7 @@ class ModelDir:
         return history
 
     def write_history(self, history):
+        """Records the evaluations `history`, oldest first (the trainer's, after each one)."""
         write_text_atomically(self.join(HISTORY_FILE), json.dumps(history, indent=1) + "\n")
 
     def read_info(self):
@@ -242,6 +254,7 @@ class ModelDir:
             return None
 
     def write_info(self, info):
+        """Records what this derived model_dir is (`info`, a dict)."""
         write_text_atomically(self.join(INFO_FILE), json.dumps(info, indent=2) + "\n")
 
     def _read_json(self, name, kind):

@@ -1,13 +1,13 @@
 """The documentation: the site builds under `mkdocs build --strict` (a broken link or anchor, or
 a page left out of the nav, fails it), its generated reference covers every flag of every
-console script, every hparams set and every problem, every flag says what it does, and the
-README stays a front page that points into the site. The reference pages are made by
-docs/reference_pages.py, which these tests load as the site's hook does; none of it imports
-TensorFlow, so these run in a few seconds."""
+console script, every hparams set and every problem, every file and directory model_dir.py
+names and every public method of the Runner, every flag says what it does, and the README stays
+a front page that points into the site. The reference pages are made by docs/reference_pages.py
+and the modules beside it, which these tests load as the site's hook does; none of it imports
+TensorFlow, Keras or JAX, so these run in a few seconds."""
 
 import argparse
 import importlib
-import importlib.util
 import os
 import re
 import subprocess
@@ -17,6 +17,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+# The constants of t2t_lite/model_dir.py that name no file or directory: keys and messages of
+# its records. Every other one is a path the layout page shows.
+NOT_PATHS = {"HPARAMS_HISTORY", "INIT_FROM_KEYS", "REPAIRS"}
+FRAMEWORKS = ("tensorflow", "keras", "jax")
 
 
 def pyproject_scripts():
@@ -33,11 +38,13 @@ SCRIPTS = pyproject_scripts()
 
 @pytest.fixture(scope="module")
 def reference_pages():
-    spec = importlib.util.spec_from_file_location("reference_pages",
-                                                  ROOT / "docs" / "reference_pages.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """docs/reference_pages.py, imported as MkDocs imports the hook: with docs/ on sys.path
+    while it loads, for the modules beside it that it imports."""
+    sys.path.insert(0, str(DOCS))
+    try:
+        return importlib.import_module("reference_pages")
+    finally:
+        sys.path.remove(str(DOCS))
 
 
 def parser_of(script):
@@ -98,3 +105,61 @@ def test_the_readme_is_a_front_page():
     assert readme.count("\n```bash\n") >= 3
     for target in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (ROOT / target).is_file(), f"README links to {target}, which is not there"
+
+
+def test_the_layout_page_shows_every_path_model_dir_names(reference_pages):
+    from t2t_lite import model_dir
+
+    page = reference_pages.reference_layout.layout_page()
+    spans = re.findall(r"`([^`]+)`", page.replace("\\`", ""))  # code spans, not escaped `
+    constants = {name: value for name, value in vars(model_dir).items() if name.isupper()}
+    assert NOT_PATHS < set(constants)
+    for name, value in constants.items():
+        if name in NOT_PATHS:
+            continue
+        assert f"model_dir.{name}" in spans, f"the layout page does not name {name}"
+        paths = (value.values() if isinstance(value, dict) else
+                 value if isinstance(value, tuple) else [value])
+        for path in paths:
+            assert any(span.rstrip("/").endswith(path) for span in spans), (name, path)
+    for spelled in ("ckpt-STEP.weights.h5", "ckpt-STEP.state.npz", "NAME.sentencepiece.model",
+                    "NAME.symbols.json", "NAME.problem.json", "NAME-SPLIT.stats.json"):
+        assert spelled in spans, spelled
+
+
+def test_a_name_the_reference_no_longer_finds_fails_the_build(reference_pages):
+    layout = reference_pages.reference_layout
+    rows = layout.model_dir_rows()
+    layout.check_every_name_has_a_row(rows)
+    with pytest.raises(LookupError, match="HPARAMS_FILE"):  # a row of model_dir.py dropped
+        layout.check_every_name_has_a_row(rows[1:])
+    with pytest.raises(LookupError, match="no_such_method"):  # a function renamed or gone
+        layout.docstring("t2t_lite.runner.Runner.no_such_method")
+
+
+def test_the_api_page_shows_every_public_method_of_the_runner(reference_pages):
+    from t2t_lite.runner import Runner
+
+    page = reference_pages.reference_api.api_page()
+    public = [name for name in vars(Runner) if not name.startswith("_")]
+    assert {"from_model_dir", "translator", "train"} <= set(public)
+    for name in public:
+        assert f"\n### `Runner.{name}`\n" in page, f"the API page lacks Runner.{name}"
+    for name in ("translate", "translate_n_best", "score_tokens", "alignments"):
+        assert f"\n### `Translator.{name}`\n" in page, name
+    for name in ("register_problem", "register_hparams", "import_usr_dir"):
+        assert f"\n### `registry.{name}`\n" in page, name
+    for name in ("text_pairs", "vocabulary"):  # what docs/guides/extending.md's problem defines
+        assert f"\n### `Problem.{name}`\n" in page, name
+
+
+def test_the_reference_imports_no_framework():
+    """The pages are made from the parsers, the registry and the source: a build of the site
+    needs neither TensorFlow nor JAX (nor the seconds their import takes)."""
+    script = ("import sys; import reference_pages; reference_pages.pages(); "
+              f"print(sorted(set(sys.modules) & set({FRAMEWORKS!r})))")
+    result = subprocess.run([sys.executable, "-c", script], cwd=DOCS, capture_output=True,
+                            text=True, timeout=120,
+                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
