@@ -20,17 +20,33 @@ def run_trainer(argv, capsys):
     return exit_info.value.code, capsys.readouterr().err
 
 
+# Run at the exit of the command below: what its TensorFlow import brought in, and whether the
+# modules kept out of it import as usual afterwards.
+AT_EXIT = """
+import atexit, sys
+def imported():
+    print(sorted(name for name in ("jax", "matplotlib") if name in sys.modules))
+    import jax, matplotlib.pyplot
+    print("importable")
+atexit.register(imported)
+from t2t_lite.cli.trainer import run; run()
+"""
+
+
 def test_unknown_problem_in_a_real_process_is_one_line(tmp_path):
+    """And that process's TensorFlow came without JAX and matplotlib, which it imports when
+    they are installed (~1 s of every command's start; backends/tensorflow/quiet.py): they
+    were not imported, and import as usual afterwards."""
     environment = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     result = subprocess.run(
-        [sys.executable, "-c", "from t2t_lite.cli.trainer import run; run()",
-         "--problem=algorithmic_revrse", "--hparams_set=transformer_tiny",
-         f"--model_dir={tmp_path / 'model'}"],
+        [sys.executable, "-c", AT_EXIT, "--problem=algorithmic_revrse",
+         "--hparams_set=transformer_tiny", f"--model_dir={tmp_path / 'model'}"],
         capture_output=True, text=True, timeout=120, env=environment)
     assert result.returncode == 2
     assert result.stderr.splitlines() == [result.stderr.strip()]  # exactly one line
     assert "unknown problem 'algorithmic_revrse' (did you mean algorithmic_reverse" in result.stderr
     assert not (tmp_path / "model").exists()
+    assert result.stdout == "[]\nimportable\n"
 
 
 @pytest.mark.parametrize("flags, message", [
