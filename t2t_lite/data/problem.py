@@ -158,15 +158,16 @@ class Problem:
             while not self._has_training_data(data_dir):
                 time.sleep(poll_seconds)
             return
-        try:  # datagen writes TFRecords with TensorFlow, which a JAX machine may not have
-            import t2t_lite.backends.tensorflow.pipeline  # noqa: F401
-        except ImportError:
+        from t2t_lite.backends.tensorflow.quiet import import_tensorflow_quietly
+
+        # datagen writes TFRecords with TensorFlow, which a JAX machine may not have
+        if import_tensorflow_quietly(if_installed=True) is None:
             missing = next((path for split in ("train", "dev")
                             for path in self.shard_paths(split, data_dir)
                             if not os.path.exists(path)), f"{data_dir}'s data")
             raise UserError(f"{missing} is missing, and writing {self.name}'s data needs "
                             "TensorFlow, which is not installed here: run "
-                            f"{self.datagen_command(data_dir)} where it is") from None
+                            f"{self.datagen_command(data_dir)} where it is")
         logger.info("generating data for %s in %s", self.name, data_dir)
         self.generate_data(data_dir, raw_dir)
 
@@ -281,9 +282,11 @@ class Problem:
         """Batches of ({"inputs", "targets"}, targets) for `split`; see pipeline.make_dataset."""
         import t2t_lite.backends.tensorflow.pipeline as pipeline  # tf.data: imported when used
 
-        # Checksums too: tf.data finds a shard changed in place only at the record it reads,
-        # possibly hours in (the JAX path's reader checks what it reads).
-        self._check_has_data(split, data_dir, checksums=True)
+        # The training shards' checksums too: tf.data finds a shard changed in place only at
+        # the record it reads, possibly hours in (the JAX path's reader checks what it reads).
+        # The dev split's the trainer checked at its start (check_data); each evaluation reads
+        # it whole, CRCs included.
+        self._check_has_data(split, data_dir, checksums=training)
         if training:
             self._report_length_filter(data_dir, hparams.max_length)
         return pipeline.make_dataset(self.shard_paths(split, data_dir), hparams.batch_size,
