@@ -21,12 +21,13 @@ which prints one JSON object per case.
 
 import contextlib
 import glob
-import hashlib
 import io
 import json
 import os
 import shutil
 import sys
+
+from t2t_lite.data.shard_records import sha256
 
 DAMAGES = ("cut", "emptied", "flipped", "deleted")
 SOURCES = "1 2 3\n4 5 6 7 8\n9 0 9 0 1\n"
@@ -77,8 +78,7 @@ def contents(directory):
         for name in names:
             if not name.endswith(".lock"):
                 path = os.path.join(root, name)
-                with open(path, "rb") as f:
-                    found[os.path.relpath(path, directory)] = hashlib.sha256(f.read()).hexdigest()
+                found[os.path.relpath(path, directory)] = sha256(path)
     return found
 
 
@@ -146,7 +146,7 @@ class Sweep:
         shutil.copytree(self.data_dir, data_dir)
         path = os.path.join(model_dir if where == "model" else data_dir, name)
         key = os.path.relpath(path, case_dir)
-        original = contents(case_dir)[key]
+        original = sha256(path)
         damage(path, how)
         before = contents(case_dir)
         code, out, err = self.command(command, model_dir, data_dir)
