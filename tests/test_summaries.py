@@ -38,6 +38,21 @@ def test_a_resumed_run_replaces_the_steps_it_redid(tmp_path):
     assert (steps, losses) == ([10, 20, 30, 40], [3.0, 2.5, 1.5, 0.5])
 
 
+def test_the_order_written_wins_over_the_files_names(tmp_path):
+    """TensorFlow names a writer's file by the second and a counter, so the resumed run's
+    "...10.v2" sorts before the killed run's "...9.v2" (seen in CI); and a resumed run that has
+    not yet reached the killed run's last step drops the points past it, as TensorBoard does."""
+    write(tmp_path / "train", [(10, 3.0), (20, 2.0), (30, 1.0)])  # killed after step 30
+    (killed,) = (tmp_path / "train").iterdir()
+    killed.rename(tmp_path / "train" / "events.out.tfevents.1.host.1.9.v2")
+    write(tmp_path / "train", [(20, 2.5)])  # resumed from step 10, now at step 20
+    (resumed,) = set((tmp_path / "train").iterdir()) - {
+        tmp_path / "train" / "events.out.tfevents.1.host.1.9.v2"}
+    resumed.rename(tmp_path / "train" / "events.out.tfevents.1.host.1.10.v2")
+
+    assert read_scalars(str(tmp_path))["loss"] == ([10, 20], [3.0, 2.5])
+
+
 def test_a_model_dir_without_summaries_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="train a model"):
         read_scalars(str(tmp_path))
