@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pytest
 import tensorflow as tf
+from tiny_model_dir import OVERRIDES
 
 from t2t_lite import cli
 from t2t_lite.cli import make_tf_configs, trainer
@@ -22,7 +23,6 @@ from t2t_lite.runner import Runner
 pytestmark = pytest.mark.distributed
 
 USR_PROBLEMS = os.path.join(os.path.dirname(__file__), "usr_problems.py")
-OVERRIDES = "d_model=32,d_ff=64,num_heads=4,batch_size=256,warmup_steps=10,learning_rate=0.5"
 
 
 def environment():
@@ -114,7 +114,8 @@ def test_two_workers_on_localhost_train_and_resume_one_model(tmp_path, short_rev
     assert "holds no data position for replica_1: its data starts afresh" in second[1][0]
     losses = [loss for _, loss in progress(first[0][0]) + progress(second[0][0])]
     # The two workers' runs are not bit-reproducible from run to run (their weights always agree
-    # with each other): last/first measured 0.82, 0.84 and 0.91 in three runs.
+    # with each other): last/first measured 0.82, 0.84 and 0.91 in three runs at 2+2 layers,
+    # 0.81 and 0.81 at tiny_model_dir's 1+1.
     assert losses[-1] < 0.95 * losses[0], losses
 
     assert sorted(p for p in os.listdir(model_dir) if p.startswith("ckpt-")) == [

@@ -15,6 +15,7 @@ import time
 import h5py
 import numpy as np
 import pytest
+from tiny_model_dir import OVERRIDES
 
 from t2t_lite.runner import Runner
 from t2t_lite.training.checkpoint_list import checkpoint_paths, latest_checkpoint
@@ -29,8 +30,7 @@ DEMO = ["--problem=test_short_reverse", "--hparams_set=transformer_tiny",
         "--eval_every=100", "--eval_decode_examples=200", "--keep_best_by=sequence_accuracy",
         "--save_every=50", "--average_last=3", "--random_seed=1234"]
 SMALL = ["--problem=test_short_reverse", "--hparams_set=transformer_tiny",
-         "--hparams=d_model=32,d_ff=64,num_heads=4,batch_size=256,warmup_steps=10,"
-         "learning_rate=0.5,dropout=0.1", "--train_steps=60", "--save_every=10",
+         f"--hparams={OVERRIDES},dropout=0.1", "--train_steps=60", "--save_every=10",
          "--eval_every=0", "--eval_steps=1", "--eval_decode_examples=0", "--log_every=1",
          "--random_seed=3"]
 

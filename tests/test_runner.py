@@ -7,12 +7,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tiny_model_dir import OVERRIDES
 
 from t2t_lite.config import TrainConfig
 from t2t_lite.runner import Runner
 from t2t_lite.training.optimizer import TransformerSchedule
-
-OVERRIDES = "d_model=32,d_ff=64,num_heads=4,batch_size=256,warmup_steps=10,learning_rate=0.5"
 
 
 def train(model_dir, data_dir, steps):
