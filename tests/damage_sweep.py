@@ -30,7 +30,9 @@ import sys
 from t2t_lite.data.shard_records import sha256
 
 DAMAGES = ("cut", "emptied", "flipped", "deleted")
-SOURCES = "1 2 3\n4 5 6 7 8\n9 0 9 0 1\n"
+# Pairs the decoder scores (--score): each token's log-probability shows any weight changed, at
+# a fraction of a search's tracing.
+PAIRS = "1 2 3\t3 2 1\n4 5 6 7 8\t8 7 6 5 4\n9 0 9 0 1\t1 0 9 0 9\n"
 TRAINER_FLAGS = ("--eval_every=0", "--eval_steps=1", "--eval_decode_examples=0",
                  "--random_seed=3")
 
@@ -113,9 +115,9 @@ class Sweep:
         self.latest, self.previous = os.path.basename(latest), os.path.basename(previous)
         self.steps = checkpoint_step(latest), checkpoint_step(previous)
         os.makedirs(work_dir, exist_ok=True)
-        self.source = os.path.join(work_dir, "source.txt")
+        self.source = os.path.join(work_dir, "pairs.tsv")
         with open(self.source, "w", encoding="utf-8") as f:
-            f.write(SOURCES)
+            f.write(PAIRS)
         self.decoded = {
             name: self.command("decoder", model_dir, data_dir, *(
                 [f"--checkpoint_path={os.path.join(model_dir, name)}"] if name else []))[1]
@@ -126,10 +128,8 @@ class Sweep:
         if name == "decoder":
             from t2t_lite.cli import decoder
 
-            # Two best of each with their scores: a weight changed shows in the scores.
             return run(decoder.main, [f"--model_dir={model_dir}", f"--data_dir={data_dir}",
-                                      f"--decode_from_file={self.source}", "--n_best=2",
-                                      *flags])
+                                      f"--decode_from_file={self.source}", "--score", *flags])
         from t2t_lite.cli import trainer
 
         # To the latest step: resumed from there, nothing to train but the final evaluation.

@@ -49,22 +49,21 @@ print(hashlib.sha256(b"".join(serialize_example([i, 5], [i + 2, 7, 1]) for i in 
 """
 
 
-@pytest.mark.slow  # 2 processes that import TensorFlow: ~8 s
+@pytest.mark.slow  # a process that imports TensorFlow: ~4 s
 def test_examples_serialize_to_the_same_bytes_in_every_process():
     """The feature map's order varied with the process's hash seed, so two datagen runs of one
-    corpus wrote shards with different checksums. This process (its own random seed) and two
-    others, seeded 1 and 2."""
+    corpus wrote shards with different checksums. This process (its own random hash seed) and
+    another, seeded 1."""
     import contextlib
     import io
 
     here = io.StringIO()
     with contextlib.redirect_stdout(here):
         exec(SERIALIZE, {})  # noqa: S102 (the same program as the other processes)
-    digests = {here.getvalue()} | {
-        subprocess.run([sys.executable, "-c", SERIALIZE], capture_output=True, text=True,
-                       check=True, env=environment(PYTHONHASHSEED=str(seed))).stdout
-        for seed in (1, 2)}
-    assert len(digests) == 1, digests
+    seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"  # not this process's
+    there = subprocess.run([sys.executable, "-c", SERIALIZE], capture_output=True, text=True,
+                           check=True, env=environment(PYTHONHASHSEED=seed)).stdout
+    assert there == here.getvalue()
 
 
 def weights(path):
@@ -115,50 +114,30 @@ def test_a_damaged_checkpoint_is_named_and_the_trainer_resumes_before_it(
         np.testing.assert_allclose(resumed[name], original[name], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("damage", ["index cut", "index emptied", "data bytes flipped"])
-def test_a_checkpoint_damaged_in_place_is_named_and_the_trainer_resumes_from_what_is_intact(
-        damage, model_copy, short_reverse_data, capsys):
-    """Files damaged in place, not deleted: an index cut in half or emptied ended the decoder
-    and the trainer in "OpError: not an sstable" (50 lines); 16 bytes flipped in the middle of
-    the .data (there: the data position, which the decoder does not read) ended the trainer in
-    a DataLossError (242 lines). The decoder names a damaged index and the intact checkpoint
-    to pass; the trainer resumes from the newest intact state, with a warning."""
+def test_an_index_cut_in_place_is_named_and_the_trainer_resumes_from_what_is_intact(
+        model_copy, short_reverse_data, capsys):
+    """An index cut in half (damaged in place, not deleted) ended the decoder and the trainer in
+    "OpError: not an sstable" (50 lines). The decoder names it and the intact checkpoint to
+    pass; the trainer resumes from the newest intact one, with a warning. (The other damages in
+    place, an index emptied or a .data with bytes flipped, are damage_sweep's cases.)"""
     from t2t_lite.cli import decoder, trainer
 
     latest = f"{model_copy}/ckpt-4"
-    (data,) = glob.glob(f"{latest}.data-*")
-    if damage == "index cut":
-        with open(f"{latest}.index", "r+b") as f:
-            f.truncate(os.path.getsize(f"{latest}.index") // 2)
-    elif damage == "index emptied":
-        open(f"{latest}.index", "wb").close()
-    else:
-        with open(data, "r+b") as f:
-            f.seek(os.path.getsize(data) // 2)
-            flipped = bytes(byte ^ 0xFF for byte in f.read(16))
-            f.seek(os.path.getsize(data) // 2)
-            f.write(flipped)
+    with open(f"{latest}.index", "r+b") as f:
+        f.truncate(os.path.getsize(f"{latest}.index") // 2)
     source = os.path.join(model_copy, "source.txt")
     write_text_atomically(source, "1 2 3\n")
 
-    if damage.startswith("index"):  # (the data position: the decoder does not read it)
-        code, out, err = run_cli(decoder.main, [f"--model_dir={model_copy}",
-                                                f"--decode_from_file={source}"], capsys)
-        reason = {"index cut": "not an sstable (bad magic number)",
-                  "index emptied": "file is too short to be an sstable"}[damage]
-        assert code == 2 and out == "" and error_lines(err) == [
-            f"t2t-lite: error: checkpoint {latest} is damaged ({reason}; a bad copy or sync?): "
-            f"pass --checkpoint_path={model_copy}/ckpt-2, the newest intact one"], err
-    if damage == "index emptied":
-        return  # the trainer's fallback for an index that is no table: "index cut"'s
+    code, out, err = run_cli(decoder.main, [f"--model_dir={model_copy}",
+                                            f"--decode_from_file={source}"], capsys)
+    assert code == 2 and out == "" and error_lines(err) == [
+        f"t2t-lite: error: checkpoint {latest} is damaged (not an sstable (bad magic number); a "
+        f"bad copy or sync?): pass --checkpoint_path={model_copy}/ckpt-2, the newest intact one"
+    ], err
 
     code, out, err = run_cli(trainer.main, train_flags(model_copy, short_reverse_data, 6), capsys)
     assert code == 0 and "final evaluation at step 6:" in out, err
-    if damage.startswith("index"):
-        assert f"checkpoint {latest} is damaged" in err and "(step 2)" in err
-    else:
-        assert (f"the data position saved in {latest} is damaged (DataLossError): the data "
-                "starts afresh") in err and "(step 4)" in err
+    assert f"checkpoint {latest} is damaged" in err and "(step 2)" in err
 
 
 @pytest.mark.parametrize("damage, newest", [("index deleted", 2), ("list names ckpt-9", 4),
