@@ -64,7 +64,11 @@ class ParsingVocabulary(Vocabulary):
         words = SentencePieceVocabulary.load(model_path)
         fix = ("restore the symbols file datagen wrote from a copy: the data shards need these "
                "very symbols")
-        symbols = read_record(symbols_path, dict, fix)
+        try:
+            symbols = read_record(symbols_path, dict, fix)
+        except FileNotFoundError:
+            raise UserError(f"{symbols_path} is missing (deleted, or a bad copy?): "
+                            f"{fix}") from None
         wrong = symbols_problem(symbols)
         if wrong:
             raise damaged(symbols_path, wrong, fix)

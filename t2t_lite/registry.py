@@ -4,6 +4,7 @@ The built-in problems and hparams sets live in `t2t_lite.problems` and `t2t_lite
 imported on the first lookup, so that the core never imports them directly.
 """
 
+import glob
 import importlib
 import importlib.util
 import os
@@ -85,13 +86,17 @@ def problem(name, data_dir=None):
     if name in problems.names() or not data_dir:
         return problems.get(name)()
     spec_path = problem_spec_path(data_dir, name)
+    remake = (f"make it again with the t2t-lite-datagen command that wrote {data_dir} (or "
+              "restore it from a copy)")
+    if not os.path.exists(spec_path) and glob.glob(os.path.join(glob.escape(data_dir),
+                                                                f"{glob.escape(name)}[.-]*")):
+        raise UserError(f"{spec_path} is missing (deleted, or a bad copy?), though {data_dir} "
+                        f"holds {name}'s data: {remake}")  # made by datagen, record lost
     if not os.path.exists(spec_path):
         raise UserError(
             f"unknown problem '{name}'{did_you_mean(name, problems.names())}: it is neither "
             "registered (`t2t-lite-trainer --registry_help` lists them) nor made from your "
             f"files by t2t-lite-datagen in {data_dir}")
-    remake = (f"make it again with the t2t-lite-datagen command that wrote {data_dir} (or "
-              "restore it from a copy)")
     spec = read_record(spec_path, dict, remake)
     if "problem_class" not in spec:
         raise damaged(spec_path, "no problem_class", remake)

@@ -266,6 +266,8 @@ class Runner:
               distribution.write_dir(self.model_dir.path) as write_path):
             output_dir = ModelDir(write_path)
             self.problem.check_data("dev", self.data_dir)  # every run ends evaluating on dev
+            if config.keep_best_by:  # named before an update, not after the evaluation
+                self.model_dir.best.read_info()
             if distribution.is_chief:  # a missing checkpoint is named; the list names those there
                 latest_checkpoint(self.model_dir.path, repair=True)
             if trainer is None:

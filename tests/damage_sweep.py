@@ -12,9 +12,13 @@ outcomes:
 
 Anything else (a traceback, another output, a fallback without a word) is "wrong". The tests
 run it in their process on TensorFlow (test_faults) and as a script on JAX (test_jax_training),
-where TensorFlow cannot be imported:
+where TensorFlow cannot be imported, on the tiny model's files (`kinds`); and on TensorFlow on
+the files a model of the user's own corpus adds (`own_corpus_kinds`: its SentencePiece model
+and problem record, best/, the CTranslate2 cache; test_translate_files) and those a parser
+adds (`parser_kinds`: its tag and label sets; test_parsing):
 
-    KERAS_BACKEND=jax python tests/damage_sweep.py MODEL_DIR DATA_DIR WORK_DIR USR_DIR
+    KERAS_BACKEND=jax python tests/damage_sweep.py MODEL_DIR DATA_DIR WORK_DIR USR_DIR [SWEEP
+        [TRAINER_FLAG ...]]
 
 which prints one JSON object per case.
 """
@@ -73,6 +77,35 @@ def kinds(model_dir, data_dir):
     return found + [("data", os.path.basename(stats), "trainer")]
 
 
+def derived_kinds(model_dir, data_dir):
+    """[(where, relative path, command)] of what commands derive from a model_dir's
+    checkpoints: best/'s and avg/'s checkpoints (read by the decoder of that directory),
+    best/info.json (read by the trainer, to keep a better one) and each file of the
+    CTranslate2 cache (read by the decoder's ctranslate2 engine, which must convert again)."""
+    found = [("model", os.path.relpath(path, model_dir), part) for part in ("best", "avg")
+             for path in sorted(glob.glob(os.path.join(model_dir, part, "ckpt-*")))]
+    found.append(("model", os.path.join("best", "info.json"), "trainer"))
+    (cache,) = glob.glob(os.path.join(model_dir, "ctranslate2", "*"))
+    return found + [("model", os.path.relpath(os.path.join(cache, name), model_dir),
+                     "ctranslate2") for name in sorted(os.listdir(cache))]
+
+
+def own_corpus_kinds(model_dir, data_dir):
+    """derived_kinds and what an own-files problem's data_dir holds beside those `kinds` lists:
+    its SentencePiece model and problem record (read by the decoder)."""
+    (vocabulary,) = glob.glob(os.path.join(data_dir, "*.sentencepiece.model"))
+    (record,) = glob.glob(os.path.join(data_dir, "*.problem.json"))
+    return [("data", os.path.basename(path), "decoder") for path in (vocabulary, record)] + (
+        derived_kinds(model_dir, data_dir))
+
+
+def parser_kinds(model_dir, data_dir):
+    """[(where, relative path, command)] of what a parsing problem's data_dir adds: its tag
+    and label sets (NAME.symbols.json), which the decoder's tree constraint reads."""
+    (symbols,) = glob.glob(os.path.join(data_dir, "*.symbols.json"))
+    return [("data", os.path.basename(symbols), "decoder")]
+
+
 def contents(directory):
     """{relative path: SHA-256} of the files under `directory` but its locks."""
     found = {}
@@ -104,32 +137,56 @@ def run(main, argv):
 
 
 class Sweep:
-    """The cases of one trained model_dir (at least two checkpoints) and its data_dir."""
+    """The cases of one trained model_dir and its data_dir: the files `kinds_of(model_dir,
+    data_dir)` lists, in copies of the two made once (so that a cache a command writes, such
+    as the CTranslate2 conversion, is there to damage, and the fixtures stay as they were)."""
 
-    def __init__(self, model_dir, data_dir, work_dir, trainer_flags):
+    def __init__(self, model_dir, data_dir, work_dir, trainer_flags, kinds_of=kinds,
+                 decoders=("decoder",), pairs=PAIRS, decoder_flags=("--score",)):
         from t2t_lite.training.checkpoint_list import checkpoint_paths, checkpoint_step
 
-        self.model_dir, self.data_dir, self.work_dir = model_dir, data_dir, work_dir
-        self.trainer_flags = trainer_flags
-        *_, previous, latest = checkpoint_paths(model_dir)
-        self.latest, self.previous = os.path.basename(latest), os.path.basename(previous)
-        self.steps = checkpoint_step(latest), checkpoint_step(previous)
         os.makedirs(work_dir, exist_ok=True)
+        base = os.path.join(work_dir, "base")
+        self.model_dir, self.data_dir = (os.path.join(base, part) for part in ("model", "data"))
+        shutil.copytree(model_dir, self.model_dir, ignore=shutil.ignore_patterns("*.lock"))
+        shutil.copytree(data_dir, self.data_dir, ignore=shutil.ignore_patterns("*.lock"))
+        self.work_dir, self.trainer_flags = work_dir, trainer_flags
+        self.decoder_flags = decoder_flags
+        *before, latest = checkpoint_paths(self.model_dir)
+        self.latest = os.path.basename(latest)
+        self.previous = os.path.basename(before[-1]) if before else None
+        self.steps = checkpoint_step(latest), before and checkpoint_step(before[-1])
         self.source = os.path.join(work_dir, "pairs.tsv")
         with open(self.source, "w", encoding="utf-8") as f:
-            f.write(PAIRS)
-        self.decoded = {
-            name: self.command("decoder", model_dir, data_dir, *(
-                [f"--checkpoint_path={os.path.join(model_dir, name)}"] if name else []))[1]
-            for name in ("", self.previous)}
-        assert self.decoded[""] != self.decoded[self.previous], "the two states must differ"
+            f.write(pairs)
+        self.decoded = {}  # what each of the `decoders` (see command) prints on the intact copies
+        for command in decoders:
+            code, self.decoded[command], err = self.command(command, self.model_dir,
+                                                            self.data_dir)
+            assert code == 0, err
+        self.kinds = kinds_of(self.model_dir, self.data_dir)  # with the caches now written
+        if not any(where == "model" and name.startswith(self.latest + ".")
+                   for where, name, _ in self.kinds):
+            self.previous = None  # no fallback to see
+        if self.previous:
+            code, self.decoded[self.previous], err = self.command(
+                "decoder", self.model_dir, self.data_dir,
+                f"--checkpoint_path={os.path.join(self.model_dir, self.previous)}")
+            assert code == 0 and self.decoded[self.previous] != self.decoded["decoder"], (
+                "the two states must differ")
 
     def command(self, name, model_dir, data_dir, *flags):
-        if name == "decoder":
+        """Runs the command `name` reads a file with: the decoder ("decoder"; "best" or "avg",
+        of that directory of model_dir; "ctranslate2", its CTranslate2 engine) with
+        decoder_flags (by default scoring the given pairs), or the trainer."""
+        if name != "trainer":
             from t2t_lite.cli import decoder
 
-            return run(decoder.main, [f"--model_dir={model_dir}", f"--data_dir={data_dir}",
-                                      f"--decode_from_file={self.source}", "--score", *flags])
+            engine = ["--engine=ctranslate2"] if name == "ctranslate2" else []
+            where = os.path.join(model_dir, name) if name in ("best", "avg") else model_dir
+            return run(decoder.main, [f"--model_dir={where}", f"--data_dir={data_dir}",
+                                      f"--decode_from_file={self.source}",
+                                      *self.decoder_flags, *engine, *flags])
         from t2t_lite.cli import trainer
 
         # To the latest step: resumed from there, nothing to train but the final evaluation.
@@ -153,7 +210,8 @@ class Sweep:
         after = contents(case_dir)
         shutil.rmtree(case_dir)
         in_latest = where == "model" and name.startswith(self.latest + ".")
-        named = (path in err or (in_latest and os.path.join(model_dir, self.latest) in err)
+        checkpoint = os.path.join(os.path.dirname(path), os.path.basename(path).split(".")[0])
+        named = (path in err or os.path.basename(path).startswith("ckpt-") and checkpoint in err
                  or where == "data" and data_dir in err and name in err)
         if code == 2:
             lines = [line for line in err.splitlines() if "error:" in line]
@@ -162,9 +220,10 @@ class Sweep:
             outcome = ("refused" if out == "" and 1 <= len(lines) <= 2 and named and not changed
                        else "wrong")
             why = lines + [f"changed {', '.join(changed)}"] * bool(changed)
-        elif code == 0 and command == "decoder":
-            fallback = out == self.decoded[self.previous] and in_latest and named
-            outcome = "resumed" if fallback or out == self.decoded[""] else "wrong"
+        elif code == 0 and command != "trainer":
+            fallback = (command == "decoder" and self.previous and in_latest and named
+                        and out == self.decoded[self.previous])
+            outcome = "resumed" if fallback or out == self.decoded[command] else "wrong"
             why = [f"decoded {self.previous if fallback else self.latest}" if outcome == "resumed"
                    else f"another output: {out}"]
         elif code == 0:
@@ -174,7 +233,9 @@ class Sweep:
             resumed = (f"final evaluation at step {latest}:" in out and (
                 f"(step {latest})" in err and (named or not in_latest)
                 or f"(step {previous})" in err and in_latest and named)
-                and (where == "model" or named or after.get(key) == original))
+                and (where == "model" or named or after.get(key) == original)
+                and (named or not name.startswith(("best", "avg"))  # a kept copy: not lost,
+                     or after.get(key) == before.get(key)))  # but where not read
             outcome = "resumed" if resumed else "wrong"
             step = latest if f"(step {latest})" in err else previous
             why = [f"resumed at step {step}" if resumed else err[-3000:]]
@@ -185,7 +246,7 @@ class Sweep:
 
     def cases(self):
         self.count = 0
-        for where, name, command in kinds(self.model_dir, self.data_dir):
+        for where, name, command in self.kinds:
             for how in DAMAGES:
                 result = self.case(where, name, how, command)
                 yield result
@@ -193,27 +254,32 @@ class Sweep:
                     yield self.case(where, name, how, "trainer")  # what the decoder skips
 
 
-def check(results, model_dir, data_dir):
-    """Asserts that the sweep of model_dir and data_dir covered every kind of file and damage,
-    and that each case resumed or was refused, as the module's doc says."""
+def check(results, expected_kinds, previous=None):
+    """Asserts that the sweep covered every kind of file `expected_kinds` lists, each damaged
+    every way, that each case resumed or was refused, as the module's doc says, and that a
+    fallback to `previous` (the checkpoint before the latest, where there is one) was seen."""
     wrong = [result for result in results if result["outcome"] == "wrong"]
     assert not wrong, json.dumps(wrong, indent=1)
     assert {(result["file"], result["damage"]) for result in results} == {
-        (f"{where}_dir/{name}", how) for where, name, _ in kinds(model_dir, data_dir)
-        for how in DAMAGES}
-    from t2t_lite.training.checkpoint_list import checkpoint_paths
-
+        (f"{where}_dir/{name}", how) for where, name, _ in expected_kinds for how in DAMAGES}
     whys = {why for result in results for why in result["why"]}
-    previous = os.path.basename(checkpoint_paths(model_dir)[-2])
-    assert f"decoded {previous}" in whys, whys  # a fallback to the newest intact one was seen
+    assert not previous or f"decoded {previous}" in whys, whys
 
 
-def main(model_dir, data_dir, work_dir, usr_dir):
+SWEEPS = {"kinds": (kinds, ("decoder",)),
+          "derived_kinds": (derived_kinds, ("decoder", "best", "avg", "ctranslate2"))}
+
+
+def main(model_dir, data_dir, work_dir, usr_dir, sweep="kinds", *trainer_flags):
+    """Prints the cases of SWEEPS[sweep] (the kinds of files, the decoders to compare), the
+    trainer run with `trainer_flags` (by default TRAINER_FLAGS), one JSON object a line."""
     sys.modules["tensorflow"] = None  # the JAX side must not need TensorFlow
     from t2t_lite.registry import import_usr_dir
 
     import_usr_dir(usr_dir)
-    for result in Sweep(model_dir, data_dir, work_dir, TRAINER_FLAGS).cases():
+    kinds_of, decoders = SWEEPS[sweep]
+    for result in Sweep(model_dir, data_dir, work_dir, trainer_flags or TRAINER_FLAGS, kinds_of,
+                        decoders).cases():
         print(json.dumps(result), flush=True)
 
 

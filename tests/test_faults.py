@@ -80,8 +80,8 @@ def test_every_file_of_a_model_dir_and_its_data_dir_damaged_every_way_resumes_or
     the damage where it falls back) or is refused in one line naming the file, nothing changed."""
     from damage_sweep import TRAINER_FLAGS, Sweep, check
 
-    results = list(Sweep(tiny_model, short_reverse_data, str(tmp_path), TRAINER_FLAGS).cases())
-    check(results, tiny_model, short_reverse_data)
+    sweep = Sweep(tiny_model, short_reverse_data, str(tmp_path), TRAINER_FLAGS)
+    check(list(sweep.cases()), sweep.kinds, sweep.previous)
 
 
 def test_a_damaged_checkpoint_is_named_and_the_trainer_resumes_before_it(

@@ -131,6 +131,27 @@ def test_a_jax_model_dir_decodes_alike_on_jax_tensorflow_and_ctranslate2(jax_dem
                                    rtol=1e-4, atol=1e-5)
 
 
+def test_best_avg_and_the_ctranslate2_cache_of_a_jax_run_damaged_every_way_resume_or_are_one_line(
+        jax_demo, short_reverse_data, tmp_path):
+    """Issue 47's sweep (tests/damage_sweep.py, without TensorFlow) over what the JAX demo
+    derived from its checkpoints: best/'s and avg/'s checkpoint files (read by the decoder of
+    that directory), best/info.json (the trainer's, to keep a better one) and each file of the
+    CTranslate2 cache the decoder's ctranslate2 engine converted (converted again when damaged).
+    Each resumes from what is intact or is refused in one line naming the file."""
+    from damage_sweep import check, derived_kinds
+
+    sweep = os.path.join(os.path.dirname(__file__), "damage_sweep.py")
+    result = subprocess.run(
+        [sys.executable, sweep, jax_demo[0], short_reverse_data, str(tmp_path), USR_PROBLEMS,
+         "derived_kinds", "--eval_every=0", "--eval_steps=1", "--eval_decode_examples=8",
+         "--keep_best_by=sequence_accuracy", "--random_seed=3"],
+        env=jax_environment(), capture_output=True, text=True, timeout=900, check=False)
+    assert result.returncode == 0, result.stderr[-4000:]
+    base = tmp_path / "base"  # the sweep's intact copies, the conversion cached there
+    check([json.loads(line) for line in result.stdout.splitlines()],
+          derived_kinds(str(base / "model"), str(base / "data")))
+
+
 @pytest.fixture(scope="module")
 def small_uninterrupted(tmp_path_factory, short_reverse_data):
     model_dir = str(tmp_path_factory.mktemp("jax_small") / "model")
@@ -214,7 +235,7 @@ def test_every_file_of_a_jax_model_dir_and_its_data_dir_damaged_every_way_resume
     deleted (its weights alone once restarted the schedule and Adam at step 0 without a word):
     the trainer warns and resumes from the newest intact one, and a resume reaches the
     uninterrupted run's weights (test_a_killed_jax_trainer_resumes_...)."""
-    from damage_sweep import check
+    from damage_sweep import check, kinds
 
     sweep = os.path.join(os.path.dirname(__file__), "damage_sweep.py")
     result = subprocess.run(
@@ -222,8 +243,9 @@ def test_every_file_of_a_jax_model_dir_and_its_data_dir_damaged_every_way_resume
          USR_PROBLEMS], env=jax_environment(), capture_output=True, text=True, timeout=900,
         check=False)
     assert result.returncode == 0, result.stderr[-4000:]
-    check([json.loads(line) for line in result.stdout.splitlines()], small_uninterrupted,
-          short_reverse_data)
+    check([json.loads(line) for line in result.stdout.splitlines()],
+          kinds(small_uninterrupted, short_reverse_data),
+          os.path.basename(checkpoint_paths(small_uninterrupted)[-2]))
 
 
 def test_weights_changed_in_place_are_named_not_decoded(small_uninterrupted, tmp_path, capsys):

@@ -200,6 +200,22 @@ def test_the_ctranslate2_engine_translates_the_users_model_as_t2t_lite(trained, 
         assert b.score >= a.score - 1e-4, (a, b)
 
 
+def test_every_file_an_own_corpus_adds_damaged_every_way_resumes_or_is_one_line(
+        trained, data_dir, tmp_path):
+    """Issue 47's sweep (tests/damage_sweep.py) over what a model of the user's own files adds
+    to the tiny model's kinds of files: the data_dir's SentencePiece model and problem record,
+    best/'s checkpoint and info.json, and every file of the CTranslate2 cache (a cache: damaged,
+    it is converted again). Each cut, emptied, flipped in place or deleted resumes from what is
+    intact or is refused in one line naming the file, nothing changed."""
+    from damage_sweep import Sweep, check, own_corpus_kinds
+
+    pairs = "".join(f"{source}\t{target}\n" for source, target in sentence_pairs("test")[:3])
+    sweep = Sweep(trained[0], data_dir, str(tmp_path), (
+        "--eval_every=0", "--eval_steps=1", "--eval_decode_examples=8", "--keep_best_by=bleu",
+        "--random_seed=3"), own_corpus_kinds, ("decoder", "best", "ctranslate2"), pairs)
+    check(list(sweep.cases()), sweep.kinds)
+
+
 def test_a_datagen_that_would_change_a_made_problem_is_refused(corpus, data_dir, capsys):
     code, err = run(datagen.main, ["--problem=my_ende", f"--files_dir={corpus}",
                                    "--source_lang=en", "--target_lang=de", "--vocab_size=400",

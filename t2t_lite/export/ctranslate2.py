@@ -163,14 +163,17 @@ def cached_conversion(model_dir, checkpoint, load_model, vocabulary):
                         "is cached there anew)")
     key = _cache_key(model_dir.path, checkpoint)
     path = os.path.join(cache_dir, key)
-    if os.path.isfile(os.path.join(path, "model.bin")):
-        damage = _damage(path)
+    if os.path.lexists(path):  # whole as written (atomically), or damaged since
+        damage = "a link" if os.path.islink(path) else _damage(path)
         if not damage:
             logger.info("using the CTranslate2 conversion %s", path)
             return path
         logger.warning("the CTranslate2 conversion %s is damaged (%s): converting again", path,
                        damage)
-        shutil.rmtree(path, ignore_errors=True)
+        if os.path.islink(path) or not os.path.isdir(path):
+            os.unlink(path)  # a link: never through it
+        else:
+            shutil.rmtree(path, ignore_errors=True)
     model = load_model()
     with contextlib.ExitStack() as stack:
         try:
