@@ -15,7 +15,8 @@ run it in their process on TensorFlow (test_faults) and as a script on JAX (test
 where TensorFlow cannot be imported, on the tiny model's files (`kinds`); and on TensorFlow on
 the files a model of the user's own corpus adds (`own_corpus_kinds`: its SentencePiece model
 and problem record, best/, the CTranslate2 cache; test_translate_files) and those a parser
-adds (`parser_kinds`: its tag and label sets; test_parsing):
+adds (`data_record_kinds`: its vocabulary, problem record, tag and label sets; test_parsing);
+and on JAX on what it derives (`derived_kinds`) and a parser's data records:
 
     KERAS_BACKEND=jax python tests/damage_sweep.py MODEL_DIR DATA_DIR WORK_DIR USR_DIR [SWEEP
         [TRAINER_FLAG ...]]
@@ -90,20 +91,21 @@ def derived_kinds(model_dir, data_dir):
                      "ctranslate2") for name in sorted(os.listdir(cache))]
 
 
+def data_record_kinds(model_dir, data_dir):
+    """[(where, relative path, command)] of what the data_dir of a problem made by
+    t2t-lite-datagen holds beside its shards and stats: its SentencePiece model, its problem
+    record (NAME.problem.json) and, for a parser, its tag and label sets (NAME.symbols.json),
+    all read by the decoder."""
+    found = sorted(glob.glob(os.path.join(data_dir, "*.sentencepiece.model")))
+    found += sorted(glob.glob(os.path.join(data_dir, "*.problem.json")))
+    found += sorted(glob.glob(os.path.join(data_dir, "*.symbols.json")))
+    assert len(found) >= 2, found  # a vocabulary and a record at least
+    return [("data", os.path.basename(path), "decoder") for path in found]
+
+
 def own_corpus_kinds(model_dir, data_dir):
-    """derived_kinds and what an own-files problem's data_dir holds beside those `kinds` lists:
-    its SentencePiece model and problem record (read by the decoder)."""
-    (vocabulary,) = glob.glob(os.path.join(data_dir, "*.sentencepiece.model"))
-    (record,) = glob.glob(os.path.join(data_dir, "*.problem.json"))
-    return [("data", os.path.basename(path), "decoder") for path in (vocabulary, record)] + (
-        derived_kinds(model_dir, data_dir))
-
-
-def parser_kinds(model_dir, data_dir):
-    """[(where, relative path, command)] of what a parsing problem's data_dir adds: its tag
-    and label sets (NAME.symbols.json), which the decoder's tree constraint reads."""
-    (symbols,) = glob.glob(os.path.join(data_dir, "*.symbols.json"))
-    return [("data", os.path.basename(symbols), "decoder")]
+    """data_record_kinds and derived_kinds: what a model of the user's own corpus adds."""
+    return data_record_kinds(model_dir, data_dir) + derived_kinds(model_dir, data_dir)
 
 
 def contents(directory):
@@ -266,8 +268,12 @@ def check(results, expected_kinds, previous=None):
     assert not previous or f"decoded {previous}" in whys, whys
 
 
-SWEEPS = {"kinds": (kinds, ("decoder",)),
-          "derived_kinds": (derived_kinds, ("decoder", "best", "avg", "ctranslate2"))}
+# For the script: the kinds of files, the decoders to compare, what the decoder reads and how.
+PARSER_INPUT = ("the old man sees a small dog .\n", ("--beam_size=1",))
+SWEEPS = {"kinds": (kinds, ("decoder",), (PAIRS, ("--score",))),
+          "derived_kinds": (derived_kinds, ("decoder", "best", "avg", "ctranslate2"),
+                            (PAIRS, ("--score",))),
+          "parser_data_record_kinds": (data_record_kinds, ("decoder",), PARSER_INPUT)}
 
 
 def main(model_dir, data_dir, work_dir, usr_dir, sweep="kinds", *trainer_flags):
@@ -277,9 +283,9 @@ def main(model_dir, data_dir, work_dir, usr_dir, sweep="kinds", *trainer_flags):
     from t2t_lite.registry import import_usr_dir
 
     import_usr_dir(usr_dir)
-    kinds_of, decoders = SWEEPS[sweep]
+    kinds_of, decoders, (source, decoder_flags) = SWEEPS[sweep]
     for result in Sweep(model_dir, data_dir, work_dir, trainer_flags or TRAINER_FLAGS, kinds_of,
-                        decoders).cases():
+                        decoders, source, decoder_flags).cases():
         print(json.dumps(result), flush=True)
 
 

@@ -312,15 +312,16 @@ def test_the_decoder_writes_trees_of_the_input_words_and_prints_evalb(parser, tm
     assert "0 of 30 trees needed repair" in caplog.messages
 
 
-def test_a_parsers_symbols_damaged_every_way_resume_or_are_one_line(parser, tmp_path):
-    """Issue 47's sweep (tests/damage_sweep.py) over the file a parser's data_dir adds, its tag
-    and label sets (NAME.symbols.json): cut, emptied, flipped in place or deleted, the decoder
-    writes the trees of the intact data_dir or is refused in one line naming the file."""
-    from damage_sweep import Sweep, check, parser_kinds
+def test_a_parsers_data_records_damaged_every_way_resume_or_are_one_line(parser, tmp_path):
+    """Issue 47's sweep (tests/damage_sweep.py) over the records a parser's data_dir holds: its
+    SentencePiece model, problem record and tag and label sets (NAME.symbols.json). Cut,
+    emptied, flipped in place or deleted, the decoder writes the trees of the intact data_dir
+    or is refused in one line naming the file."""
+    from damage_sweep import Sweep, check, data_record_kinds
 
     sentences = "".join(f"{s}\n" for s in gold_sentences(parser.root / "test.mrg")[:3])
     sweep = Sweep(parser.model_dir, str(parser.root / "data"), str(tmp_path), (),
-                  parser_kinds, pairs=sentences, decoder_flags=("--beam_size=2",))
+                  data_record_kinds, pairs=sentences, decoder_flags=("--beam_size=2",))
     check(list(sweep.cases()), sweep.kinds)
 
 
