@@ -163,3 +163,37 @@ def test_the_reference_imports_no_framework():
                             env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_house_diagram_draws_every_part_in_its_layer_and_every_import_down_or_sideways():
+    """docs/house_diagram.py's picture, read back from its SVG: each module of t2t_lite is in a
+    drawn part (the longest one its name starts with), each part's row is its LAYERS layer
+    (test_architecture.layer), and the arrows are exactly the imports between parts, each
+    drawn from a row to the same or a lower one."""
+    import test_architecture as rules
+
+    sys.path.insert(0, str(DOCS))
+    try:
+        svg = importlib.import_module("house_diagram").house_svg()
+    finally:
+        sys.path.remove(str(DOCS))
+    rows = {part: float(y) for part, y in re.findall(
+        r'<g data-part="([^"]+)"><rect x="[^"]+" y="([^"]+)"', svg)}
+    arrows = set(re.findall(r'<path data-from="([^"]+)" data-to="([^"]+)"', svg))
+    known = rules.modules()
+
+    def part(name):
+        return max((p for p in rows if name == p or name.startswith(p + ".")), key=len,
+                   default=None)
+
+    assert all(part(name) for name in known if name != "t2t_lite"), sorted(known)
+    by_layer = {}
+    for drawn, y in rows.items():
+        by_layer.setdefault(rules.layer(drawn), set()).add(y)
+    assert all(len(ys) == 1 for ys in by_layer.values()), by_layer  # one row a layer
+    assert sorted(by_layer, key=lambda level: -by_layer[level].pop()) == sorted(by_layer)
+    imports = {(part(name), part(imported)) for name, path in known.items()
+               for imported in rules.internal_imports(path, known)
+               if "t2t_lite" not in (name, imported)} - {(p, p) for p in rows}
+    assert arrows == imports
+    assert all(rows[target] >= rows[source] for source, target in arrows)
