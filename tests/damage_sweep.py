@@ -14,9 +14,10 @@ Anything else (a traceback, another output, a fallback without a word) is "wrong
 run it in their process on TensorFlow (test_faults) and as a script on JAX (test_jax_training),
 where TensorFlow cannot be imported, on the tiny model's files (`kinds`); and on TensorFlow on
 the files a model of the user's own corpus adds (`own_corpus_kinds`: its SentencePiece model
-and problem record, best/, the CTranslate2 cache; test_translate_files) and those a parser
-adds (`data_record_kinds`: its vocabulary, problem record, tag and label sets; test_parsing);
-and on JAX on what it derives (`derived_kinds`) and a parser's data records:
+and problem record, best/; test_translate_files); on JAX on what a run derives
+(`derived_kinds`: best/, avg/, the CTranslate2 cache; test_jax_training); and on both on the
+records a parser's data_dir holds (`data_record_kinds`: its vocabulary, problem record, tag
+and label sets; test_parsing):
 
     KERAS_BACKEND=jax python tests/damage_sweep.py MODEL_DIR DATA_DIR WORK_DIR USR_DIR [SWEEP
         [TRAINER_FLAG ...]]
@@ -78,14 +79,20 @@ def kinds(model_dir, data_dir):
     return found + [("data", os.path.basename(stats), "trainer")]
 
 
-def derived_kinds(model_dir, data_dir):
-    """[(where, relative path, command)] of what commands derive from a model_dir's
-    checkpoints: best/'s and avg/'s checkpoints (read by the decoder of that directory),
-    best/info.json (read by the trainer, to keep a better one) and each file of the
-    CTranslate2 cache (read by the decoder's ctranslate2 engine, which must convert again)."""
+def kept_kinds(model_dir, data_dir):
+    """[(where, relative path, command)] of the checkpoints the trainer keeps beside its own:
+    best/'s and avg/'s (read by the decoder of that directory), and best/info.json (read by the
+    trainer, to keep a better one)."""
     found = [("model", os.path.relpath(path, model_dir), part) for part in ("best", "avg")
              for path in sorted(glob.glob(os.path.join(model_dir, part, "ckpt-*")))]
-    found.append(("model", os.path.join("best", "info.json"), "trainer"))
+    return found + [("model", os.path.join("best", "info.json"), "trainer")]
+
+
+def derived_kinds(model_dir, data_dir):
+    """kept_kinds and each file of the CTranslate2 cache (read by the decoder's ctranslate2
+    engine, which must convert again): all that commands derive from a model_dir's
+    checkpoints."""
+    found = kept_kinds(model_dir, data_dir)
     (cache,) = glob.glob(os.path.join(model_dir, "ctranslate2", "*"))
     return found + [("model", os.path.relpath(os.path.join(cache, name), model_dir),
                      "ctranslate2") for name in sorted(os.listdir(cache))]
@@ -104,8 +111,9 @@ def data_record_kinds(model_dir, data_dir):
 
 
 def own_corpus_kinds(model_dir, data_dir):
-    """data_record_kinds and derived_kinds: what a model of the user's own corpus adds."""
-    return data_record_kinds(model_dir, data_dir) + derived_kinds(model_dir, data_dir)
+    """data_record_kinds and kept_kinds: what a model of the user's own corpus adds (its
+    CTranslate2 cache is derived_kinds', swept on JAX: the cache is the same on both)."""
+    return data_record_kinds(model_dir, data_dir) + kept_kinds(model_dir, data_dir)
 
 
 def contents(directory):
@@ -280,10 +288,10 @@ def main(model_dir, data_dir, work_dir, usr_dir, sweep="kinds", *trainer_flags):
     """Prints the cases of SWEEPS[sweep] (the kinds of files, the decoders to compare), the
     trainer run with `trainer_flags` (by default TRAINER_FLAGS), one JSON object a line."""
     sys.modules["tensorflow"] = None  # the JAX side must not need TensorFlow
+    kinds_of, decoders, (source, decoder_flags) = SWEEPS[sweep]
     from t2t_lite.registry import import_usr_dir
 
     import_usr_dir(usr_dir)
-    kinds_of, decoders, (source, decoder_flags) = SWEEPS[sweep]
     for result in Sweep(model_dir, data_dir, work_dir, trainer_flags or TRAINER_FLAGS, kinds_of,
                         decoders, source, decoder_flags).cases():
         print(json.dumps(result), flush=True)

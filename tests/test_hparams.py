@@ -87,8 +87,8 @@ def test_small_data_is_the_documented_recipe():
 
 @pytest.mark.slow  # trains 80 updates: ~25 s
 def test_small_data_learns_the_toy_corpus(short_reverse_data, tmp_path):
-    """80 updates of transformer_small_data (512-token batches, for time) on reversing 1-8
-    symbols: dev token accuracy 0.46 here (0.21, 0.31, 0.33, 0.46, 0.44 at 20 to 100 updates,
+    """40 updates of transformer_small_data (512-token batches, for time) on reversing 1-8
+    symbols: dev token accuracy 0.31 here (0.21, 0.31, 0.33, 0.46, 0.44 at 20 to 100 updates,
     measured 2026-11-27), where an untrained model scores chance, ~0.09 (one of its ~11 tokens);
     a recipe that did not train (a zero or diverging rate) stays there."""
     from t2t_lite.cli import trainer
@@ -97,5 +97,5 @@ def test_small_data_learns_the_toy_corpus(short_reverse_data, tmp_path):
         "--problem=test_short_reverse", "--hparams_set=transformer_small_data",
         f"--data_dir={short_reverse_data}", "--eval_every=0", "--eval_decode_examples=0",
         "--random_seed=5", "--hparams=batch_size=512", f"--model_dir={tmp_path}",
-        "--train_steps=80"])
-    assert trained["accuracy"] > 0.3
+        "--train_steps=40"])
+    assert trained["accuracy"] > 0.2  # over twice chance

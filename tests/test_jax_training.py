@@ -152,36 +152,6 @@ def test_best_avg_and_the_ctranslate2_cache_of_a_jax_run_damaged_every_way_resum
           derived_kinds(str(base / "model"), str(base / "data")))
 
 
-def test_a_jax_parsers_data_records_damaged_every_way_resume_or_are_one_line(tmp_path):
-    """Issue 47's sweep on JAX over the records t2t-lite-datagen writes beside the shards of a
-    problem it made (here a treebank's, which has them all): the SentencePiece model,
-    NAME.problem.json and NAME.symbols.json. A parser trained two updates on JAX (what it
-    outputs does not matter, only that the damaged data_dir gives the same or one line)."""
-    from damage_sweep import check, data_record_kinds
-    from synthetic_treebank import write_treebank
-
-    from t2t_lite.cli import datagen
-
-    for split, count in (("train", 200), ("dev", 10), ("test", 10)):
-        write_treebank(tmp_path / f"{split}.mrg", count, len(split), realistic=True)
-    data_dir, model_dir = str(tmp_path / "data"), str(tmp_path / "model")
-    datagen.main(["--problem=jax_parse", "--task=parsing", f"--train={tmp_path / 'train.mrg'}",
-                  f"--dev={tmp_path / 'dev.mrg'}", f"--test={tmp_path / 'test.mrg'}",
-                  "--vocab_size=300", f"--data_dir={data_dir}"])
-    run_jax("trainer", "--problem=jax_parse", f"--data_dir={data_dir}",
-            f"--model_dir={model_dir}", "--hparams_set=transformer_parsing_small",
-            f"--hparams={OVERRIDES},extra_length=20", "--train_steps=2", "--eval_every=0",
-            "--eval_steps=1", "--eval_decode_examples=0")
-    sweep = os.path.join(os.path.dirname(__file__), "damage_sweep.py")
-    result = subprocess.run(
-        [sys.executable, sweep, model_dir, data_dir, str(tmp_path / "sweep"), USR_PROBLEMS,
-         "parser_data_record_kinds"], env=jax_environment(), capture_output=True, text=True,
-        timeout=900, check=False)
-    assert result.returncode == 0, result.stderr[-4000:]
-    check([json.loads(line) for line in result.stdout.splitlines()],
-          data_record_kinds(model_dir, data_dir))
-
-
 @pytest.fixture(scope="module")
 def small_uninterrupted(tmp_path_factory, short_reverse_data):
     model_dir = str(tmp_path_factory.mktemp("jax_small") / "model")

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -312,17 +313,38 @@ def test_the_decoder_writes_trees_of_the_input_words_and_prints_evalb(parser, tm
     assert "0 of 30 trees needed repair" in caplog.messages
 
 
-def test_a_parsers_data_records_damaged_every_way_resume_or_are_one_line(parser, tmp_path):
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_a_parsers_data_records_damaged_every_way_resume_or_are_one_line(backend, parser,
+                                                                         tmp_path):
     """Issue 47's sweep (tests/damage_sweep.py) over the records a parser's data_dir holds: its
     SentencePiece model, problem record and tag and label sets (NAME.symbols.json). Cut,
     emptied, flipped in place or deleted, the decoder writes the trees of the intact data_dir
-    or is refused in one line naming the file."""
-    from damage_sweep import Sweep, check, data_record_kinds
+    or is refused in one line naming the file: on TensorFlow in this process, with the parser;
+    on JAX without TensorFlow, with a model trained two updates on its data (only JAX reads a
+    JAX checkpoint, and what it outputs does not matter here)."""
+    from damage_sweep import PARSER_INPUT, Sweep, check, data_record_kinds
 
-    sentences = "".join(f"{s}\n" for s in gold_sentences(parser.root / "test.mrg")[:3])
-    sweep = Sweep(parser.model_dir, str(parser.root / "data"), str(tmp_path), (),
-                  data_record_kinds, pairs=sentences, decoder_flags=("--beam_size=2",))
-    check(list(sweep.cases()), sweep.kinds)
+    data_dir, model_dir = str(parser.root / "data"), parser.model_dir
+    if backend == "tensorflow":
+        sweep = Sweep(model_dir, data_dir, str(tmp_path), (), data_record_kinds,
+                      pairs=PARSER_INPUT[0], decoder_flags=PARSER_INPUT[1])
+        results = list(sweep.cases())
+    else:
+        from test_jax_training import USR_PROBLEMS, jax_environment, run_jax
+
+        model_dir = str(tmp_path / "jax_model")
+        run_jax("trainer", "--problem=synthetic_parse", f"--data_dir={data_dir}",
+                f"--model_dir={model_dir}", "--hparams_set=transformer_parsing_small",
+                "--hparams=d_model=32,d_ff=64,num_encoder_layers=1,num_decoder_layers=1,"
+                "extra_length=20", "--train_steps=2", "--eval_every=0", "--eval_steps=1",
+                "--eval_decode_examples=0")
+        result = subprocess.run(
+            [sys.executable, str(Path(__file__).parent / "damage_sweep.py"), model_dir,
+             data_dir, str(tmp_path / "sweep"), USR_PROBLEMS, "parser_data_record_kinds"],
+            env=jax_environment(), capture_output=True, text=True, timeout=900, check=False)
+        assert result.returncode == 0, result.stderr[-4000:]
+        results = [json.loads(line) for line in result.stdout.splitlines()]
+    check(results, data_record_kinds(model_dir, data_dir))
 
 
 def test_a_parsers_attention_is_labeled_with_the_symbols_of_the_trees_it_wrote(parser,

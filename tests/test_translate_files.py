@@ -204,15 +204,14 @@ def test_every_file_an_own_corpus_adds_damaged_every_way_resumes_or_is_one_line(
         trained, data_dir, tmp_path):
     """Issue 47's sweep (tests/damage_sweep.py) over what a model of the user's own files adds
     to the tiny model's kinds of files: the data_dir's SentencePiece model and problem record,
-    best/'s checkpoint and info.json, and every file of the CTranslate2 cache (a cache: damaged,
-    it is converted again). Each cut, emptied, flipped in place or deleted resumes from what is
-    intact or is refused in one line naming the file, nothing changed."""
+    best/'s checkpoint and info.json. Each cut, emptied, flipped in place or deleted resumes
+    from what is intact or is refused in one line naming the file, nothing changed."""
     from damage_sweep import Sweep, check, own_corpus_kinds
 
     pairs = "".join(f"{source}\t{target}\n" for source, target in sentence_pairs("test")[:3])
     sweep = Sweep(trained[0], data_dir, str(tmp_path), (
         "--eval_every=0", "--eval_steps=1", "--eval_decode_examples=8", "--keep_best_by=bleu",
-        "--random_seed=3"), own_corpus_kinds, ("decoder", "best", "ctranslate2"), pairs)
+        "--random_seed=3"), own_corpus_kinds, ("decoder", "best"), pairs)
     check(list(sweep.cases()), sweep.kinds)
 
 
