@@ -88,11 +88,10 @@ def problem(name, data_dir=None):
     spec_path = problem_spec_path(data_dir, name)
     remake = (f"make it again with the t2t-lite-datagen command that wrote {data_dir} (or "
               "restore it from a copy)")
-    if not os.path.exists(spec_path) and glob.glob(os.path.join(glob.escape(data_dir),
-                                                                f"{glob.escape(name)}[.-]*")):
-        raise UserError(f"{spec_path} is missing (deleted, or a bad copy?), though {data_dir} "
-                        f"holds {name}'s data: {remake}")  # made by datagen, record lost
     if not os.path.exists(spec_path):
+        if glob.glob(os.path.join(glob.escape(data_dir), f"{glob.escape(name)}[.-]*")):
+            raise UserError(f"{spec_path} is missing (deleted, or a bad copy?), though "
+                            f"{data_dir} holds {name}'s data: {remake}")  # its record lost
         raise UserError(
             f"unknown problem '{name}'{did_you_mean(name, problems.names())}: it is neither "
             "registered (`t2t-lite-trainer --registry_help` lists them) nor made from your "

@@ -164,16 +164,17 @@ def cached_conversion(model_dir, checkpoint, load_model, vocabulary):
     key = _cache_key(model_dir.path, checkpoint)
     path = os.path.join(cache_dir, key)
     if os.path.lexists(path):  # whole as written (atomically), or damaged since
-        damage = "a link" if os.path.islink(path) else _damage(path)
+        directory = os.path.isdir(path) and not os.path.islink(path)
+        damage = _damage(path) if directory else "a link or a file, not a directory"
         if not damage:
             logger.info("using the CTranslate2 conversion %s", path)
             return path
         logger.warning("the CTranslate2 conversion %s is damaged (%s): converting again", path,
                        damage)
-        if os.path.islink(path) or not os.path.isdir(path):
-            os.unlink(path)  # a link: never through it
-        else:
+        if directory:
             shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)  # a file, or a link: never through it
     model = load_model()
     with contextlib.ExitStack() as stack:
         try:
