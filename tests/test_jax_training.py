@@ -52,6 +52,18 @@ def run_jax(script, *flags):
     return result
 
 
+def run_jax_sweep(model_dir, data_dir, work_dir, *sweep_and_flags):
+    """The cases of tests/damage_sweep.py run as a script on JAX, without TensorFlow (its
+    SWEEP and TRAINER_FLAGs as `sweep_and_flags`), one dict a case."""
+    sweep = os.path.join(os.path.dirname(__file__), "damage_sweep.py")
+    result = subprocess.run(
+        [sys.executable, sweep, str(model_dir), str(data_dir), str(work_dir), USR_PROBLEMS,
+         *sweep_and_flags], env=jax_environment(), capture_output=True, text=True, timeout=900,
+        check=False)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
 def weights(path):
     """{name: array} of a Keras .weights.h5 file."""
     found = {}
@@ -140,16 +152,11 @@ def test_best_avg_and_the_ctranslate2_cache_of_a_jax_run_damaged_every_way_resum
     Each resumes from what is intact or is refused in one line naming the file."""
     from damage_sweep import check, derived_kinds
 
-    sweep = os.path.join(os.path.dirname(__file__), "damage_sweep.py")
-    result = subprocess.run(
-        [sys.executable, sweep, jax_demo[0], short_reverse_data, str(tmp_path), USR_PROBLEMS,
-         "derived_kinds", "--eval_every=0", "--eval_steps=1", "--eval_decode_examples=8",
-         "--keep_best_by=sequence_accuracy", "--random_seed=3"],
-        env=jax_environment(), capture_output=True, text=True, timeout=900, check=False)
-    assert result.returncode == 0, result.stderr[-4000:]
+    results = run_jax_sweep(jax_demo[0], short_reverse_data, tmp_path, "derived_kinds",
+                            "--eval_every=0", "--eval_steps=1", "--eval_decode_examples=8",
+                            "--keep_best_by=sequence_accuracy", "--random_seed=3")
     base = tmp_path / "base"  # the sweep's intact copies, the conversion cached there
-    check([json.loads(line) for line in result.stdout.splitlines()],
-          derived_kinds(str(base / "model"), str(base / "data")))
+    check(results, derived_kinds(str(base / "model"), str(base / "data")))
 
 
 @pytest.fixture(scope="module")
@@ -237,13 +244,7 @@ def test_every_file_of_a_jax_model_dir_and_its_data_dir_damaged_every_way_resume
     uninterrupted run's weights (test_a_killed_jax_trainer_resumes_...)."""
     from damage_sweep import check, kinds
 
-    sweep = os.path.join(os.path.dirname(__file__), "damage_sweep.py")
-    result = subprocess.run(
-        [sys.executable, sweep, small_uninterrupted, short_reverse_data, str(tmp_path),
-         USR_PROBLEMS], env=jax_environment(), capture_output=True, text=True, timeout=900,
-        check=False)
-    assert result.returncode == 0, result.stderr[-4000:]
-    check([json.loads(line) for line in result.stdout.splitlines()],
+    check(run_jax_sweep(small_uninterrupted, short_reverse_data, tmp_path),
           kinds(small_uninterrupted, short_reverse_data),
           os.path.basename(checkpoint_paths(small_uninterrupted)[-2]))
 

@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -330,7 +329,7 @@ def test_a_parsers_data_records_damaged_every_way_resume_or_are_one_line(backend
                       pairs=PARSER_INPUT[0], decoder_flags=PARSER_INPUT[1])
         results = list(sweep.cases())
     else:
-        from test_jax_training import USR_PROBLEMS, jax_environment, run_jax
+        from test_jax_training import run_jax, run_jax_sweep
 
         model_dir = str(tmp_path / "jax_model")
         run_jax("trainer", "--problem=synthetic_parse", f"--data_dir={data_dir}",
@@ -338,12 +337,8 @@ def test_a_parsers_data_records_damaged_every_way_resume_or_are_one_line(backend
                 "--hparams=d_model=32,d_ff=64,num_encoder_layers=1,num_decoder_layers=1,"
                 "extra_length=20", "--train_steps=2", "--eval_every=0", "--eval_steps=1",
                 "--eval_decode_examples=0")
-        result = subprocess.run(
-            [sys.executable, str(Path(__file__).parent / "damage_sweep.py"), model_dir,
-             data_dir, str(tmp_path / "sweep"), USR_PROBLEMS, "parser_data_record_kinds"],
-            env=jax_environment(), capture_output=True, text=True, timeout=900, check=False)
-        assert result.returncode == 0, result.stderr[-4000:]
-        results = [json.loads(line) for line in result.stdout.splitlines()]
+        results = run_jax_sweep(model_dir, data_dir, tmp_path / "sweep",
+                                "parser_data_record_kinds")
     check(results, data_record_kinds(model_dir, data_dir))
 
 
