@@ -34,6 +34,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import flops  # noqa: E402
+import record  # noqa: E402
 
 # Dense peaks (TFLOP/s) by device name and precision, from NVIDIA's data sheets.
 GPU_PEAKS = {"H100 80GB HBM3": {"float32": 494.7, "mixed_bfloat16": 989.4},  # SXM
@@ -129,6 +130,7 @@ def main():
     parser.add_argument("--sentences", type=int, default=256, help="0: no decoding")
     parser.add_argument("--jit_compile", action="store_true", help="TensorFlow: XLA")
     parser.add_argument("--output", help="append the results to this JSON-lines file")
+    record.add_record_flag(parser)
     args = parser.parse_args()
 
     from t2t_lite import registry
@@ -174,6 +176,22 @@ def main():
     if args.output:
         with open(args.output, "a", encoding="utf-8") as f:
             f.write(json.dumps(result) + "\n")
+    if args.record:
+        gpu = name if not name.startswith("CPU") else None
+        record.write_record(
+            args.record, "Training and beam-4 decoding speed on each backend",
+            ["hparams set", "precision", "backend", "batch x length",
+             {"name": "ms/update", "digits": 1}, "target tokens/s",
+             {"name": "peak TFLOP/s", "digits": 1}, {"name": "MFU", "digits": 3},
+             {"name": "beam-4 sentences/s", "digits": 1}, "beam-4 tokens/s"],
+            [[args.hparams_set, args.precision,
+              result["backend"] + (" (jit_compile)" if args.jit_compile else ""),
+              f"{args.batch} x {args.length}", result["ms_per_step"],
+              result["target_tokens_per_s"], result["peak_tflops"], result["mfu"],
+              result.get("beam4_sentences_per_s"), result.get("beam4_tokens_per_s")]],
+            notes=["MFU: the model's matmul FLOPs per second over the peak, a GPU's dense peak "
+                   "from its data sheet or a CPU's best float32 matmul measured in the run"],
+            gpu=gpu, extend=True)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,9 @@ import time
 
 import sacrebleu
 
+sys.path.insert(0, os.path.dirname(__file__))
+import record  # noqa: E402
+
 # The README's own-corpus path: keep the best by dev BLEU and average the last 10 checkpoints.
 AVERAGING = ["--keep_best_by=bleu", "--average_last=10", "--save_every=50"]
 # The trainer's flags of each recipe, besides the budget: the README's old own-corpus path, the
@@ -88,6 +91,39 @@ def score(hypotheses_path, references_path):
                                          for r in references)}
 
 
+def write_records(args, runs):
+    """Each direction's greedy dev curves (one chart) and beam scores as results records."""
+    for direction in args.directions:
+        entries = [entry for entry in runs if entry["direction"] == direction]
+        name = os.path.join(args.record_dir, f"{direction}_{args.minutes:g}min")
+        record.write_record(
+            f"{name}_curve.json", f"Greedy dev BLEU against minutes of training, {direction}",
+            ["recipe", "step", {"name": "minutes", "digits": 1},
+             {"name": "greedy dev BLEU", "digits": 2}],
+            [[entry["recipe"], step, minutes, bleu] for entry in entries
+             for minutes, step, bleu in entry["dev_curve_greedy"]],
+            notes=["the trainer's own dev evaluations, minutes since training started"],
+            chart={"x": "minutes", "y": "greedy dev BLEU", "series": "recipe"})
+        rows, signatures = [], set()
+        for entry in entries:
+            for checkpoint in ("last", "best", "avg"):
+                dev, test = (entry.get(f"{checkpoint}_{split}_beam") for split in ("dev", "test"))
+                if dev is None:
+                    continue
+                signatures.update(score["signature"] for score in (dev, test) if score)
+                rows.append([entry["recipe"], checkpoint if checkpoint == "last" else
+                             f"{checkpoint}/", dev["bleu"], test and test["bleu"], dev["empty"],
+                             test and test["empty"], dev["no_final_punctuation"],
+                             test and test["no_final_punctuation"]])
+        record.write_record(
+            f"{name}_beam.json", f"BLEU of beam search after {args.minutes:g} minutes, "
+            f"{direction}", ["recipe", "checkpoint", {"name": "dev BLEU", "digits": 2},
+                             {"name": "test BLEU", "digits": 2}, "empty (dev)", "empty (test)",
+                             "no final punctuation (dev)", "no final punctuation (test)"],
+            rows, notes=[f"sacreBLEU {' '.join(sorted(signatures))}",
+                         "each recipe's own beam size and alpha"])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", required=True, help="train/dev/test.LANG files")
@@ -100,6 +136,9 @@ def main():
                         help="also decode dev with these alphas (best of the three models)")
     parser.add_argument("--test", action="store_true", help="decode and score test too (once)")
     parser.add_argument("--work_dir", default="/tmp/t2t_quality")
+    parser.add_argument("--record_dir", help="also write each direction's dev curves and beam "
+                        "scores as results records in this folder, e.g. "
+                        "benchmarks/results/quality (docs/results_pages.py)")
     args = parser.parse_args()
     corpus = os.path.abspath(args.corpus)
     results = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -155,6 +194,8 @@ def main():
             results["runs"].append(entry)
             print(json.dumps(entry, indent=1), flush=True)
     results["load_after"] = os.getloadavg()
+    if args.record_dir:
+        write_records(args, results["runs"])
     path = os.path.join(args.work_dir, "quality.json")
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         json.dump(results, f, indent=1)

@@ -1,8 +1,8 @@
 """The site's generated pages: the reference of every console script's flags (from its
 build_parser), of every registered hparams set (its values and docstring) and of every
 registered problem (its docstring), what a model_dir and a data_dir hold (reference_layout.py),
-the Python API (reference_api.py), the benchmark results (benchmarks/RESULTS.md) and the pages
-made of README.md's text.
+the Python API (reference_api.py), the results pages (results_pages.py) and the pages made of
+README.md's text.
 
 They are generated at each build, never typed, so that they cannot drift from the code or be
 written twice: docs/hooks.py hands them to MkDocs, and tests/test_docs.py checks them. Nothing
@@ -27,12 +27,12 @@ from pathlib import Path
 
 import reference_api
 import reference_layout
+import results_pages
 from reference_code import GENERATED_NOTE, ROOT, assignment_comments, escape
 
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 README = ROOT / "README.md"
 # The README links into the docs by their paths in the repository; on the site they are pages.
-README_TARGETS = {"docs/": "", "benchmarks/RESULTS.md": "results.md"}
+README_TARGETS = {"docs/": "", "benchmarks/RESULTS.md": "results/index.md"}
 
 
 def console_scripts():
@@ -173,13 +173,6 @@ def problems_page():
     return "\n".join(lines)
 
 
-def results_page():
-    """benchmarks/RESULTS.md as it is, under a title: the measured numbers live there alone."""
-    return "\n".join(["# Benchmark results", "", GENERATED_NOTE.format(
-        source="`benchmarks/RESULTS.md`") + " The scripts that measured them are beside it, in "
-        "`benchmarks/`.", "", RESULTS.read_text(encoding="utf-8")])
-
-
 def readme_links(markdown, page):
     """The README's links to docs/... and benchmarks/RESULTS.md, made relative to `page`."""
 
@@ -230,6 +223,6 @@ def pages():
     generated["reference/problems.md"] = problems_page()
     generated["reference/layout.md"] = reference_layout.layout_page()
     generated["reference/api.md"] = reference_api.api_page()
-    generated["results.md"] = results_page()
+    generated.update(results_pages.site_pages())
     generated.update(readme_pages())
     return generated

@@ -50,8 +50,8 @@ def transformer_small_data():
 
     - 3+3 layers, d_model=256, d_ff=1024, h=4: transformer_small's. Wu et al. 2021's text-only
       Multi30k recipe (4+4, d_model=128, d_ff=256, dropout 0.3, peak 5e-3; 150 epochs) learned
-      too slowly for a CPU budget: 13.6 dev BLEU against transformer_small's 22.5 after 25
-      minutes on small_parallel_enja (benchmarks/RESULTS.md, "Quality").
+      too slowly for a CPU budget: well below transformer_small's dev BLEU after 25 minutes on
+      small_parallel_enja (benchmarks/RESULTS.md, "Translation quality").
     - A higher peak rate, sooner: peak 2e-3 after 1,000 warmup updates, where transformer_small
       spends its first 4,000 updates (most of a CPU hour) warming up to 1e-3; fairseq's IWSLT'14
       recipe and Araabi & Monz 2020 ("Optimizing Transformer for Low-Resource NMT") also warm
@@ -59,11 +59,11 @@ def transformer_small_data():
     - dropout 0.1 and label smoothing 0.1, transformer_small's. Those papers regularize more
       (dropout 0.3), but over ~150 epochs; an hour on a CPU is ~15, where more dropout slows
       learning: on small_parallel_enja, Japanese to English, 60 minutes, the average of the
-      last 10 checkpoints reached dev BLEU 39.60 with dropout 0.2 and 41.90 with 0.1
-      (benchmarks/RESULTS.md, "Quality").
+      last 10 checkpoints reached 2.3 dev BLEU more with dropout 0.1 than with 0.2
+      (benchmarks/RESULTS.md, "Translation quality").
     - Beam 5 as published, and length normalization alpha 1.0 (the paper's 0.6; fairseq's
       default lenpen is 1.0): +0.5 to +1.3 dev BLEU on small_parallel_enja for both recipes
-      (benchmarks/RESULTS.md, "Quality"). Train with --keep_best_by=bleu and --average_last=10
+      (git history of benchmarks/RESULTS.md, "Quality", 2026-11-25). Train with --keep_best_by=bleu and --average_last=10
       (the average of the last 10 checkpoints, +0.3 to +0.7 BLEU in those papers; the trainer
       reports the average's dev metrics beside the best checkpoint's).
     """
@@ -93,11 +93,10 @@ def transformer_parsing():
 @register_hparams
 def transformer_parsing_small():
     """transformer_parsing sized for a few thousand trees on a CPU: 2+2 layers, d_model=128,
-    d_ff=512, h=4, a short warmup and 0.3 x the paper's rate; the same decoding. On 3,000
-    synthetic trees it reaches test F1 90.7 in 2,000 steps, 2.2 minutes on 2 cores (a 3+3-layer,
-    d_model=256 version with the paper's rate had not learned by then; benchmarks/RESULTS.md).
-    With 3,500 WSJ-sized synthetic trees, 30 minutes and a 1000-piece vocabulary: test F1 93.12
-    (docs/guides/parsing.md)."""
+    d_ff=512, h=4, a short warmup and 0.3 x the paper's rate; the same decoding. It learns 3,000
+    synthetic trees in 2,000 steps, a few minutes on 2 cores (a 3+3-layer, d_model=256 version
+    with the paper's rate had not learned by then), and 3,500 WSJ-sized synthetic trees in 30
+    minutes with a 1000-piece vocabulary (benchmarks/RESULTS.md, "Parsing")."""
     return transformer_parsing().replace(
         num_encoder_layers=2, num_decoder_layers=2, d_model=128, d_ff=512, num_heads=4,
         dropout=0.1, batch_size=2048, warmup_steps=200, learning_rate=0.3)

@@ -59,8 +59,10 @@ def test_the_site_builds_strictly(tmp_path, reference_pages):
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert result.returncode == 0, result.stderr
     for page in reference_pages.pages():  # generated in memory by the hook, built like the rest
-        html = "index.html" if page == "index.md" else page.removesuffix(".md") + "/index.html"
-        assert (site / html).is_file(), f"{page} was not built"
+        built = page if not page.endswith(".md") else "index.html" if page == "index.md" else (
+            page.removesuffix("index.md") if page.endswith("/index.md") else
+            page.removesuffix(".md") + "/") + "index.html"
+        assert (site / built).is_file(), f"{page} was not built"
 
 
 def test_every_console_script_has_a_reference_page(reference_pages):
@@ -197,3 +199,68 @@ def test_the_house_diagram_draws_every_part_in_its_layer_and_every_import_down_o
                if "t2t_lite" not in (name, imported)} - {(p, p) for p in rows}
     assert arrows == imports
     assert all(rows[target] >= rows[source] for source, target in arrows)
+
+
+@pytest.fixture(scope="module")
+def results_pages():
+    """docs/results_pages.py, imported as the hook imports it (beside reference_code.py)."""
+    sys.path.insert(0, str(DOCS))
+    try:
+        return importlib.import_module("results_pages")
+    finally:
+        sys.path.remove(str(DOCS))
+
+
+def test_results_md_is_what_the_records_give(results_pages):
+    """benchmarks/RESULTS.md is written from benchmarks/results/ by `python
+    docs/results_pages.py`: a record or page edited without running it fails here."""
+    assert results_pages.main(["--check"]) == 0
+    # Its links, written for the site, are made to work in the repository too.
+    text = results_pages.RESULTS_MD.read_text(encoding="utf-8")
+    anchors = {results_pages.slug(title) for title in re.findall(r"^#+ (.+)$", text, re.M)}
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        path, _, anchor = target.partition("#")
+        if path:
+            assert (ROOT / "benchmarks" / path).resolve().is_file(), target
+        else:
+            assert anchor in anchors, target
+
+
+def test_no_measured_number_is_written_twice(results_pages, reference_pages):
+    """A number lives in its record: the topics' prose, the guides, the design page, the
+    README and the docstrings and help texts the reference shows refer to the tables instead
+    of repeating a measured value from them."""
+    numbers = results_pages.record_numbers()
+    assert len(numbers) > 300  # every topic's tables are read
+    typed = [ROOT / "README.md", *sorted((ROOT / "benchmarks" / "results").glob("*.md")),
+             *sorted(DOCS.glob("**/*.md"))]
+    texts = {str(path.relative_to(ROOT)): path.read_text(encoding="utf-8") for path in typed}
+    texts.update({page: text for page, text in reference_pages.pages().items()
+                  if page.startswith("reference/")})
+    repeated = {name: found for name, text in texts.items()
+                if (found := results_pages.repeated_numbers(text, numbers))}
+    assert not repeated, repeated
+
+
+def test_a_record_a_script_writes_is_the_table_the_page_shows(tmp_path, results_pages):
+    """benchmarks/record.py (what `--record` writes) and docs/results_pages.py (what reads
+    it) agree: the machine, date, load and command are filled in, floats keep their column's
+    digits, ints get thousands separators, a run that extends a record adds its row."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        record = importlib.import_module("record")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    path = tmp_path / "topic" / "speed.json"
+    columns = ["engine", {"name": "sentences/s", "digits": 2}, "tokens/s"]
+    record.write_record(path, "Speed", columns, [["ctranslate2", 56.1, 4738]], extend=True)
+    record.write_record(path, "Speed", columns, [["tensorflow", 40.0, None]], extend=True)
+    written = results_pages.load_record(path)
+    assert written["source"] == "written by the script" and "load average" in written["load"]
+    assert written["machine"].endswith("no GPU") and "Python" in written["software"]
+    assert results_pages.table(written)[2:] == ["| ctranslate2 | 56.10 | 4,738 |",
+                                               "| tensorflow | 40.00 |  |"]
+    assert results_pages.significant_numbers("56.10 and 4,738 at beam 4 of 500") == [
+        "56.1", "4738"]
+    record.write_record(path, "Speed", columns, [["tensorflow", 41.0, 3000]])  # replaces
+    assert results_pages.load_record(path)["rows"] == [["tensorflow", 41.0, 3000]]

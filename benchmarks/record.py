@@ -1,0 +1,95 @@
+"""A benchmark's table as a record of the results pages (docs/results_pages.py reads them):
+`--record benchmarks/results/TOPIC/NAME.json` on a script writes its table there with what
+the page shows beside it, taken from the run itself: the command, the date, the machine, the
+versions of the libraries it measured and the load average before and after.
+
+A script that measures one configuration per run (backends.py: one backend, one precision)
+passes `extend=True` to add its rows to the record already there when the columns agree, so
+that a table made of several runs is one record; its date, load and command then list the runs.
+Any other record is replaced: the pages show today's numbers, and git keeps the old ones.
+"""
+
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import shlex
+import sys
+from pathlib import Path
+
+LIBRARIES = ("tensorflow", "keras", "jax", "jaxlib", "ctranslate2", "torch", "transformers",
+             "sacrebleu")
+STARTED = datetime.datetime.now(datetime.timezone.utc)
+LOAD_BEFORE = os.getloadavg()[0]
+
+
+def add_record_flag(parser):
+    parser.add_argument("--record", metavar="PATH", help="also write the table as a results "
+                        "record, e.g. benchmarks/results/TOPIC/NAME.json (docs/results_pages.py)")
+
+
+def machine():
+    """The CPU's model name, its cores, the memory, and the GPU when the caller names one."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+        model = names[0] if names else model
+    except OSError:
+        pass
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{model}, {os.cpu_count()} cores, {memory:.0f} GiB"
+
+
+def software():
+    """The installed versions of the libraries a benchmark may measure."""
+    versions = []
+    for name in LIBRARIES:
+        try:
+            versions.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return ", ".join([f"Python {platform.python_version()}"] + versions)
+
+
+def dumps(record):
+    """The record as JSON that reads as a table in a diff: one field, column or row a line."""
+    lines = []
+    for key, value in record.items():
+        if key in ("columns", "rows", "notes") and value:
+            items = ",\n".join("  " + json.dumps(item, ensure_ascii=False) for item in value)
+            lines.append(f" {json.dumps(key)}: [\n{items}\n ]")
+        else:
+            lines.append(f" {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def write_record(path, title, columns, rows, notes=(), chart=None, gpu=None, extend=False):
+    """Write (or extend, see the module's docstring) the record at `path`, atomically."""
+    path = Path(path)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    record = {"title": title, "script": f"benchmarks/{Path(sys.argv[0]).name}",
+              "command": "python " + shlex.join([f"benchmarks/{Path(sys.argv[0]).name}"]
+                                                + sys.argv[1:]),
+              "date": f"{STARTED:%Y-%m-%d %H:%M}-{now:%H:%M} UTC",
+              "machine": machine() + (f", {gpu}" if gpu else ", no GPU"),
+              "software": software(),
+              "load": f"load average {LOAD_BEFORE:.2f} before, {os.getloadavg()[0]:.2f} after",
+              "source": "written by the script", "columns": list(columns),
+              "rows": [list(row) for row in rows], "notes": list(notes)}
+    if chart:
+        record["chart"] = chart
+    if extend and path.is_file():
+        previous = json.loads(path.read_text(encoding="utf-8"))
+        if previous.get("columns") == record["columns"] and previous.get("script") == record[
+                "script"]:
+            record["rows"] = previous["rows"] + record["rows"]
+            record["date"] = f"{previous['date']}; {record['date']}"
+            record["load"] = f"{previous['load']}; {record['load']}"
+            record["command"] = f"{previous['command']}; {record['command']}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(dumps(record), encoding="utf-8")
+    temporary.replace(path)
+    print(f"record written: {path}", file=sys.stderr)
