@@ -22,6 +22,11 @@ Before/after a change, in one run (t2t_lite's TensorFlow engine only, from each 
 checkouts.py):
 
     python benchmarks/decoding.py --no_uncached --checkouts main=/work/main branch=.
+
+As results records (docs/results_pages.py): `--record PATH` writes the speed table (beam
+sizes as columns; benchmarks/results/decoding/engines.json), `--record_kv_cache PATH` the
+cached, XLA and uncached decoders at beam 4 (kv_cache.json, which needs the uncached decoder),
+`--record_bleu PATH` the BLEU table of --bleu_model_dir (engines_bleu.json).
 """
 
 import argparse
@@ -35,6 +40,9 @@ import time
 
 import checkouts
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import record  # noqa: E402
 
 BATCH, SOURCE_LENGTH, OUTPUT_LENGTH, BEAM, VOCAB = 32, 24, 32, 4, 32000
 SHAPES = {
@@ -207,6 +215,7 @@ def engine_bleu(model_dir, source, reference, threads):
     print("| engine | BLEU | sentences/s |")
     print("| --- | ---: | ---: |")
     decoder = os.path.join(os.path.dirname(sys.executable), "t2t-lite-decoder")
+    rows = []
     for engine in ([], ["--engine=ctranslate2"], ["--engine=ctranslate2", "--quantization=int8"]):
         with tempfile.NamedTemporaryFile(suffix=".txt") as output:
             result = subprocess.run(
@@ -219,6 +228,9 @@ def engine_bleu(model_dir, source, reference, threads):
         bleu = re.search(r"^BLEU = ([\d.]+)", result.stdout, re.MULTILINE).group(1)
         speed = re.search(r"\(([\d.]+) sentences/s\)", result.stderr).group(1)  # a log line
         print(f"| {' '.join(engine) or '--engine=tensorflow'} | {bleu} | {speed} |", flush=True)
+        rows.append([f"`{' '.join(engine) or '--engine=tensorflow'}`", round(float(bleu), 2),
+                     round(float(speed), 1)])
+    return rows
 
 
 def main():
@@ -237,18 +249,42 @@ def main():
     parser.add_argument("--bleu_model_dir", help="a trained translation model_dir")
     parser.add_argument("--bleu_source", help="its test source sentences, one a line")
     parser.add_argument("--bleu_reference", help="their reference translations")
+    record.add_record_flag(parser)  # the speed table: a row per shape and engine
+    parser.add_argument("--record_kv_cache", metavar="PATH",
+                        help="also write the cached, XLA and uncached t2t_lite decoders at beam "
+                        f"{BEAM} as a results record, e.g. "
+                        "benchmarks/results/decoding/kv_cache.json (needs the uncached decoder)")
+    parser.add_argument("--record_bleu", metavar="PATH",
+                        help="also write the --bleu_model_dir table as a results record, e.g. "
+                        "benchmarks/results/decoding/engines_bleu.json")
     parser.add_argument("--worker", nargs=2, metavar=("FRAMEWORK", "SHAPE"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--label", default="", help=argparse.SUPPRESS)
     parser.add_argument("--checkout", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    import decoding_records  # the --record* writers, beside this file
     if args.worker:
         return worker(*args.worker, args.threads, args.beams, not args.no_uncached, args.label,
                       args.checkout)
+    if args.record and not args.shapes:
+        parser.error("--record writes the speed table: give --shapes")
+    if args.record_kv_cache and (not args.shapes or args.no_uncached or BEAM not in args.beams
+                                 or not (args.checkouts or "tf" in args.frameworks)):
+        parser.error(f"--record_kv_cache needs the uncached decoder: --shapes, beam {BEAM} in "
+                     "--beams, tf in --frameworks (or --checkouts), no --no_uncached")
+    if args.record_bleu and not args.bleu_model_dir:
+        parser.error("--record_bleu needs --bleu_model_dir")
     if args.shapes:
-        throughput(args)
+        results = throughput(args)
+        if args.record:
+            decoding_records.write_engines_record(args, results)
+        if args.record_kv_cache:
+            decoding_records.write_kv_cache_record(args, results)
     if args.bleu_model_dir:
-        engine_bleu(args.bleu_model_dir, args.bleu_source, args.bleu_reference, args.threads)
+        rows = engine_bleu(args.bleu_model_dir, args.bleu_source, args.bleu_reference,
+                           args.threads)
+        if args.record_bleu:
+            decoding_records.write_bleu_record(args, rows)
     return None
 
 
@@ -257,6 +293,7 @@ def throughput(args):
           f"generated tokens, vocab {VOCAB}, {args.threads} threads, median of {args.repeats}")
     print("| shape | decoder | sentences/s | tokens/s | seconds/batch | best seconds/batch |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
+    results = []  # (shape, checkout name or "", engine, beam, seconds of each run)
     if args.checkouts:
         specs = [("tf", f"{name} ", path)
                  for name, path in checkouts.parse(args.checkouts).items()]
@@ -275,6 +312,8 @@ def throughput(args):
                 env={**checkouts.environment(checkout), "TF_CPP_MIN_LOG_LEVEL": "3"})
             for name in process.stdout.readline().strip().split("\t"):
                 workers[name], times[name] = process, []
+                engine, beam = name[len(label):].rsplit(" beam ", 1)
+                results.append((shape, label.strip(), engine, int(beam), times[name]))
         for repeat in range(args.repeats):
             for name, process in workers.items():
                 if repeat and "uncached" in name:
@@ -290,6 +329,7 @@ def throughput(args):
             print(f"| {shape} | {name} | {BATCH / seconds:.1f} | "
                   f"{BATCH * OUTPUT_LENGTH / seconds:.0f} | {seconds:.2f} | {min(runs):.2f} |",
                   flush=True)
+    return results
 
 
 if __name__ == "__main__":

@@ -23,7 +23,11 @@ processes falls on all alike; medians are printed, with the load average before 
     python benchmarks/first_translation.py --model_dir=/tmp/t2t_demo [--line "1 2 3 4 5 6 7"]
         [--repeats 5] [--file_lines 300] [--checkouts before=/tmp/lat_before after=.]
 
-Without --checkouts it times the t2t_lite that Python imports.
+Without --checkouts it times the t2t_lite that Python imports. As results records
+(docs/results_pages.py): `--record PATH` writes the end-to-end table
+(benchmarks/results/startup/one_line.json), `--record_phases PATH` the phases (phases.json) and
+`--record_traces PATH` the trace counts over the file (search_traces.json); with several
+checkouts, a column of each.
 """
 
 import argparse
@@ -35,6 +39,9 @@ import sys
 import time
 
 import checkouts
+
+sys.path.insert(0, os.path.dirname(__file__))
+import record  # noqa: E402
 
 DECODER = ("import sys; sys.argv[0] = 't2t-lite-decoder'; "
            "from t2t_lite.cli.decoder import run; run()")
@@ -115,6 +122,13 @@ def main():
     parser.add_argument("--file_lines", type=int, default=300)
     parser.add_argument("--checkouts", nargs="+", metavar="NAME=PATH",
                         help="time each checkout of t2t_lite (see checkouts.py)")
+    record.add_record_flag(parser)  # the end-to-end table
+    parser.add_argument("--record_phases", metavar="PATH",
+                        help="also write the phases as a results record, e.g. "
+                        "benchmarks/results/startup/phases.json")
+    parser.add_argument("--record_traces", metavar="PATH",
+                        help="also write the searches' trace counts over the file as a results "
+                        "record, e.g. benchmarks/results/startup/search_traces.json")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--checkout", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -159,6 +173,63 @@ def main():
         print(f"  traces over {args.file_lines} lines: {results[0]['traces']}")
     print()
     checkouts.print_load_average("after")
+    write_records(args, names, wall, phases)
+
+
+# The records' names of the end-to-end commands and of the searches.
+COMMANDS = {"decoder --engine=tensorflow": "t2t-lite-decoder --model_dir=M (tensorflow engine)",
+            "decoder --engine=ctranslate2": "t2t-lite-decoder --engine=ctranslate2 (cached "
+                                            "conversion; imports no TensorFlow)"}
+SEARCHES = {"translate_tokens": "translate_tokens (the stdin path and files)",
+            "n_best": "n-best (2 best)"}
+
+
+def write_records(args, names, wall, phases):
+    """The records that --record, --record_phases and --record_traces ask for: a value column
+    (two for the end-to-end table) per checkout, named after it when there are several."""
+    def suffix(name):
+        return f" ({name})" if len(names) > 1 else ""
+
+    notes = [f"model: {args.model_dir}; the line: {args.line!r}"] + [
+        f"{name}: t2t_lite of {path}" for name, path in names.items() if path]
+    if args.record:
+        columns, rows = ["command"], [[COMMANDS[key]] for key in COMMANDS]
+        for name in names:
+            columns += [{"name": f"s, median of {args.repeats}{suffix(name)}", "digits": 2},
+                        {"name": f"s, best{suffix(name)}", "digits": 2}]
+            for row, key in zip(rows, COMMANDS):
+                seconds = wall[f"{name}: {key}"]
+                row += [round(statistics.median(seconds), 2), round(min(seconds), 2)]
+        seconds = wall["CTranslate2 alone"]
+        rows.append(["CTranslate2 alone"] + [round(statistics.median(seconds), 2),
+                                             round(min(seconds), 2)] * len(names))
+        record.write_record(
+            args.record, "One stdin line, end to end: the decoder's two engines and CTranslate2 "
+            "alone", columns, rows,
+            notes=notes + ["fresh processes, interleaved by repeat; median and the best",
+                           "CTranslate2 alone: import ctranslate2, load the cached conversion, "
+                           "translate the line's tokens (one measurement, whatever the "
+                           "checkout)"])
+    if args.record_phases:
+        first = next(iter(phases.values()))[0]["times"]
+        record.write_record(
+            args.record_phases, "The TensorFlow engine's start-up, phase by phase, in one "
+            "process", ["phase"] + [{"name": f"s{suffix(name)}", "digits": 2} for name in names],
+            [[phase] + [round(statistics.median(r["times"][phase] for r in phases[name]), 2)
+                        for name in names] for phase in first],
+            notes=notes + ["times from the worker's start, each phase since the previous one; "
+                           f"the interpreter's own start not counted; median of {args.repeats}",
+                           f"the file: {args.file_lines} lines of 1 to max_length - 1 of the "
+                           "line's words, in batches"])
+    if args.record_traces:
+        traces = {name: results[0]["traces"] for name, results in phases.items()}
+        shapes = next(iter(traces.values()))["batch shapes"]
+        record.write_record(
+            args.record_traces, f"Traces of the search over a {args.file_lines}-line file's "
+            f"{shapes} batch shape{'s' if shapes != 1 else ''}",
+            ["search"] + [f"traces{suffix(name)}" for name in names],
+            [[label] + [traces[name][key] for name in names] for key, label in SEARCHES.items()],
+            notes=notes)
 
 
 def ctranslate2_input(model_dir, line):

@@ -17,6 +17,7 @@ load average before and after.
     python benchmarks/first_update.py [--problem algorithmic_reverse]
         [--hparams_set transformer_tiny] [--updates 50] [--repeats 5]
         [--checkouts before=/tmp/before after=.]
+        [--record benchmarks/results/startup/first_update.json]
 """
 
 import argparse
@@ -27,6 +28,9 @@ import sys
 import tempfile
 
 import checkouts
+
+sys.path.insert(0, os.path.dirname(__file__))
+import record  # noqa: E402
 
 
 def worker(args):
@@ -72,6 +76,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--checkouts", nargs="+", metavar="NAME=PATH",
                         help="time each checkout of t2t_lite (see checkouts.py)")
+    record.add_record_flag(parser)  # a row per checkout
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--checkout", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -101,6 +106,34 @@ def main():
         print(f"  first 10 losses: {runs[0]['losses']}, dev loss {runs[0]['dev loss']}")
     print()
     checkouts.print_load_average("after")
+    if args.record:
+        write_record(args, names, results)
+
+
+def write_record(args, names, results):
+    """A row per checkout (the --hparams_set, with the checkout's name when there are several):
+    the phases' medians, the steady ms per update and the evaluation step's traces."""
+    phases = ["build trainer", "first update", f"next {args.updates} updates",
+              "first evaluation", "second evaluation"]
+    rows = []
+    for name, runs in results.items():
+        median = {phase: statistics.median(r["times"][phase] for r in runs) for phase in phases}
+        rows.append([args.hparams_set + (f" ({name})" if len(names) > 1 else "")]
+                    + [round(median[phase], 2) for phase in phases[:3]]
+                    + [round(1000 * median[phases[2]] / args.updates, 1)]
+                    + [round(median[phase], 2) for phase in phases[3:]]
+                    + [runs[0]["traces"]["evaluation"]])
+    record.write_record(
+        args.record, "Time to the first update and the first evaluation of a training run",
+        ["model", {"name": "build trainer, imports included (s)", "digits": 2},
+         {"name": "first update, tracing included (s)", "digits": 2},
+         {"name": f"next {args.updates} updates (s)", "digits": 2},
+         {"name": "ms per update (steady)", "digits": 1},
+         {"name": "first evaluation, tracing included (s)", "digits": 2},
+         {"name": "second evaluation (s)", "digits": 2}, "traces of the evaluation step"], rows,
+        notes=[f"{args.problem}, {args.hparams_set}, dropout 0, seed 1"] + [
+            f"{name}: t2t_lite of {path}" for name, path in names.items() if path] + [
+            f"fresh processes, interleaved by repeat; median of {args.repeats}"])
 
 
 if __name__ == "__main__":

@@ -13,11 +13,13 @@ By default it runs on a synthetic corpus written to a temporary directory: WMT-l
 32768-piece vocabulary. --problem and --data_dir measure real data made by t2t-lite-datagen.
 
     python benchmarks/input_pipeline.py [--hparams_set=transformer_small] [--rounds=2]
+        [--record benchmarks/results/training/input_pipeline.json]
 """
 
 import argparse
 import os
 import platform
+import sys
 import tempfile
 import time
 
@@ -28,6 +30,9 @@ from t2t_lite import registry
 from t2t_lite.config import EOS_ID, PAD_ID
 from t2t_lite.backends.tensorflow import pipeline as data
 from t2t_lite.backends.tensorflow.trainer import Trainer
+
+sys.path.insert(0, os.path.dirname(__file__))
+import record  # noqa: E402
 
 
 def write_synthetic_corpus(directory, examples, vocab_size, shards=10, seed=0):
@@ -102,6 +107,7 @@ def main():
     parser.add_argument("--pipeline_seconds", type=float, default=15)
     parser.add_argument("--train_steps", type=int, default=15)
     parser.add_argument("--rounds", type=int, default=2)
+    record.add_record_flag(parser)
     args = parser.parse_args()
 
     hparams = registry.hparams(args.hparams_set).override(args.hparams)
@@ -130,6 +136,7 @@ def main():
               f"{args.hparams_set} ({trainer.model.count_params():,} parameters, vocabulary "
               f"{vocab_size}), batch_size {hparams.batch_size} tokens, max_length "
               f"{hparams.max_length}")
+        rows = []
         for round_number in range(1, args.rounds + 1):
             pipeline = measure_pipeline(training_data(), args.pipeline_seconds)
             fed = measure_training(trainer, training_data(), args.train_steps)
@@ -140,9 +147,37 @@ def main():
                   + f"  |  model target tokens/s: fed by the pipeline {fed:,.0f}, from memory "
                   f"{cached:,.0f}  |  pipeline / model {pipeline['target tokens/s'] / fed:.1f}x",
                   flush=True)
+            rows.append([1, round_number, round(pipeline["examples/s"]),
+                         round(pipeline["target tokens/s"]), round(pipeline["padding"], 3),
+                         round(fed), round(cached),
+                         round(pipeline["target tokens/s"] / fed, 1)])
         per_batch = round(pipeline["examples/s"] / pipeline["batches/s"])
+        unbucketed = unbucketed_padding(paths, hparams.max_length, per_batch)
         print(f"padding of the same examples in shuffled batches of {per_batch} without length "
-              f"buckets: {unbucketed_padding(paths, hparams.max_length, per_batch):.3f}")
+              f"buckets: {unbucketed:.3f}")
+        if args.record:
+            corpus = (f"{args.problem}'s training data" if args.problem else
+                      f"{args.examples:,} synthetic WMT-like pairs")
+            record.write_record(
+                args.record, f"Input pipeline alone against {args.hparams_set}'s training steps "
+                f"fed by it or from memory, {corpus}, batch_size {hparams.batch_size} tokens",
+                ["run", "round", "pipeline examples/s", "pipeline target tokens/s",
+                 {"name": "padding (source + target)", "digits": 3},
+                 "model target tokens/s, fed by the pipeline",
+                 "model target tokens/s, from memory",
+                 {"name": "pipeline / model (times)", "digits": 1}], rows,
+                notes=[f"{args.hparams_set} ({trainer.model.count_params():,} parameters, "
+                       f"vocabulary {vocab_size}), max_length {hparams.max_length}"
+                       + (f", overrides {args.hparams}" if args.hparams else ""),
+                       f"Pipeline for {args.pipeline_seconds:g} s, model for {args.train_steps} "
+                       "updates after 2 warm-up updates, each round; pipeline and model timed "
+                       "in one process, interleaved by round",
+                       "Target tokens/s counts non-padding target tokens (the unit of the "
+                       "trainer's progress line)",
+                       "Padding: the share of the batch slots, source and target together; the "
+                       f"same examples in shuffled batches of {per_batch} without length buckets: "
+                       f"{unbucketed:.3f}",
+                       "run: this run (one; a table of several runs numbers them)"])
 
 
 if __name__ == "__main__":

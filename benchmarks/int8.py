@@ -3,6 +3,7 @@ and int8, and how many greedy translations and scores change, on `--lines` rando
 model's own symbols (an algorithmic model such as the demo's) or on `--source` (a text file).
 
     python benchmarks/int8.py --model_dir=/tmp/t2t_demo [--lines 1000] [--source src.txt]
+        [--record benchmarks/results/decoding/int8_demo.json]
 
 The numbers back the README's `--quantization` row: "4x smaller", "about 1 in 100 greedy
 outputs differs" (CTranslate2 int8 against CTranslate2 float32, whose outputs are t2t_lite's).
@@ -12,7 +13,11 @@ import argparse
 import os
 import random
 import statistics
+import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+import record  # noqa: E402
 
 
 def random_sources(vocabulary, lines, seed):
@@ -29,6 +34,7 @@ def main():
     parser.add_argument("--lines", type=int, default=1000)
     parser.add_argument("--source", help="translate this file's lines instead of random ones")
     parser.add_argument("--seed", type=int, default=1)
+    record.add_record_flag(parser)
     args = parser.parse_args()
 
     from t2t_lite.runner import Runner
@@ -58,6 +64,19 @@ def main():
     print(f"greedy outputs that differ (int8 vs float32): {differ} of {len(sources)}")
     print(f"|score change| where the outputs agree: median {statistics.median(score_changes):.4f}"
           f", max {max(score_changes):.4f}")
+    if args.record:
+        where = f"from {args.source}" if args.source else f"random, seed {args.seed}"
+        record.write_record(
+            args.record, "CTranslate2 int8 against float32 on a trained model: size and "
+            f"agreement, {len(sources)} sources ({where}), greedy",
+            ["model", "model.bin float32 (bytes)", "model.bin int8 (bytes)",
+             f"greedy outputs that differ (of {len(sources)})",
+             {"name": "median absolute score change", "digits": 4},
+             {"name": "max absolute score change", "digits": 4}],
+            [[args.model_dir, sizes["float32"], sizes["int8"], differ,
+              round(statistics.median(score_changes), 4), round(max(score_changes), 4)]],
+            notes=["CTranslate2 int8 against CTranslate2 float32 (whose outputs are t2t_lite's), "
+                   "greedy; the score change is taken where the int8 and float32 outputs agree"])
 
 
 if __name__ == "__main__":

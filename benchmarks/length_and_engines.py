@@ -7,7 +7,8 @@ of a real model (a half-trained and a converged one, say).
         --checkpoints ckpt-1500 best --source dev.en --reference dev.ja --alphas 0 0.6 1.0
 
 Decodes with t2t-lite-decoder, scores with sacreBLEU's `none` tokenizer (see quality.py), prints
-JSON lines and a Markdown table.
+JSON lines and a Markdown table; `--record benchmarks/results/decoding/length_and_engines.json`
+also writes it as a results record (a row per checkpoint and alpha, the engines side by side).
 """
 
 import argparse
@@ -17,6 +18,9 @@ import subprocess
 import sys
 
 from quality import score
+
+sys.path.insert(0, os.path.dirname(__file__))
+import record  # noqa: E402
 
 
 def decode(model, checkpoint, engine, alpha, beam_size, min_length, source, out):
@@ -46,6 +50,7 @@ def main():
     parser.add_argument("--min_lengths", type=int, nargs="+", default=[1])
     parser.add_argument("--engines", nargs="+", default=["tensorflow", "ctranslate2"])
     parser.add_argument("--work_dir", default="/tmp/t2t_length_and_engines")
+    record.add_record_flag(parser)
     args = parser.parse_args()
     os.makedirs(args.work_dir, exist_ok=True)
     rows = []
@@ -80,6 +85,44 @@ def main():
               f"| {row['bleu']} | {row['empty']} | {row['no_final_punctuation']} "
               f"| {differing} |")
     print(f"\nsacreBLEU: {rows[0]['signature']}")
+    if args.record:
+        write_record(args, rows)
+
+
+def write_record(args, rows):
+    """A row per checkpoint, min_length and alpha: BLEU, empty outputs and outputs without
+    final punctuation of the TensorFlow and CTranslate2 engines, and the lines where they
+    differ. "TF before" (the search before a change, as the page's table shows it) is left
+    empty: this script runs one version of t2t_lite."""
+    table = {}
+    for row in rows:
+        checkpoint = os.path.basename(row["checkpoint"])
+        if len(args.min_lengths) > 1:
+            checkpoint += f", min_length {row['min_length']}"
+        cells = table.setdefault((checkpoint, f"{row['alpha']:g}"), {})
+        cells[row["engine"]] = row
+    columns = ["checkpoint", "alpha"]
+    for name in ["TF before", "TF", "CTranslate2"]:
+        columns += [{"name": f"{name} BLEU", "digits": 2}, f"{name} empty",
+                    f"{name} no final punctuation"]
+    columns.append("lines where TF and CTranslate2 differ")
+    records = []
+    for (checkpoint, alpha), cells in table.items():
+        values = [None, None, None]
+        for engine in ("tensorflow", "ctranslate2"):
+            row = cells.get(engine, {})
+            values += [row.get("bleu"), row.get("empty"), row.get("no_final_punctuation")]
+        differ = cells.get("ctranslate2", {}).get("lines_differing_from_tensorflow")
+        records.append([checkpoint, alpha] + values + [differ])
+    record.write_record(
+        args.record, "Alpha, minimum length and the two engines on the same model: BLEU, empty "
+        f"outputs and outputs without final punctuation, beam {args.beam_size}, "
+        f"{os.path.basename(args.source)} against {os.path.basename(args.reference)}",
+        columns, records,
+        notes=[f"The model: {args.model_dir}; checkpoints {' '.join(args.checkpoints)}; "
+               f"min_length {' '.join(map(str, args.min_lengths))}",
+               "TF before: the search before a change, which this script does not run (empty)",
+               f"sacreBLEU `{rows[0]['signature']}`"])
 
 
 if __name__ == "__main__":

@@ -17,16 +17,26 @@ this machine.
 
     python benchmarks/parsing.py --treebank wsj_like --trees 3500 --train_minutes 30 \\
         --vocab_size 1000 --eval_beam 4 --average_last 10 --checkpoints best avg --beams 4 21
+
+As results records (docs/results_pages.py): `--record PATH` writes the test table and
+`--record_dev PATH` the dev evaluations of the training run (from its eval/history.json), in
+the shape of the results pages' tables of the treebank: pcfg_test.json and pcfg_dev.json, or
+wsj_like_30min.json and wsj_like_30min_dev.json in benchmarks/results/parsing/ (whose `path`
+column is --record_label).
 """
 
 import argparse
 import itertools
+import json
 import os
 import pathlib
+import re
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+sys.path.insert(0, os.path.dirname(__file__))
+import record  # noqa: E402
 
 
 def write_treebanks(args, work):
@@ -83,6 +93,15 @@ def main():
     parser.add_argument("--compare_limits", action="store_true",
                         help="decode also without the training trees' nesting limits")
     parser.add_argument("--work_dir", default="/tmp/parsing_bench")
+    record.add_record_flag(parser)  # the test table
+    parser.add_argument("--record_dev", metavar="PATH",
+                        help="also write the dev evaluations during training as a results "
+                        "record, e.g. benchmarks/results/parsing/pcfg_dev.json")
+    parser.add_argument("--record_label", metavar="NAME",
+                        help="wsj_like: this run's name in the records' `path` column (e.g. "
+                        "old, new); given, its rows are added to those of the records already "
+                        "there (runs with other flags, as backends.py's), else they replace "
+                        "them, named `this run`")
     args = parser.parse_args()
 
     from t2t_lite.evaluation import evalb
@@ -126,6 +145,121 @@ def main():
               f"{summary.recall:.2f} | "
               f"{summary.precision:.2f} | {summary.tagging_accuracy:.2f} | "
               f"{summary.errors} of {summary.sentences} | {speed:.1f} |")
+    if args.record:
+        write_test_record(args, model_dir, minutes, rows, len(sentences))
+    if args.record_dev:
+        write_dev_record(args, model_dir)
+
+
+def checkpoint_label(model_dir, checkpoint):
+    """best (STEP), avg or last (STEP): the checkpoint as the records name it."""
+    from t2t_lite.model_dir import ModelDir
+
+    if checkpoint == "best":
+        return f"best ({ModelDir(os.path.join(model_dir, 'best')).read_info()['step']:,})"
+    if checkpoint == "last":
+        return f"last ({ModelDir(model_dir).read_history()[-1]['step']:,})"
+    return checkpoint
+
+
+def training_notes(args, minutes):
+    return [f"{args.trees:,} training trees (seed 10), {args.dev_trees} dev trees (seed 11), "
+            f"{args.test_trees} test trees (seed 12) of the {args.treebank} treebank",
+            (f"{args.record_label}: " if args.record_label else "")
+            + f"{args.hparams_set}" + (f" with {args.hparams}" if args.hparams else "")
+            + f", vocabulary {args.vocab_size}; trained "
+            + (f"{args.train_minutes:g} minutes" if args.train_minutes else
+               f"{args.train_steps:,} steps") + f" in {minutes:.1f} min; dev evaluations every "
+            f"{args.eval_every:,} updates at beam {args.eval_beam}, the best kept by dev F1"
+            + (f"; avg: the average of the last {args.average_last}, a checkpoint every "
+               f"{args.save_every} updates" if args.average_last else ""),
+            "search constrained to well-formed trees; nesting limits D, R: at most D deep and R "
+            "opens in a row, read from the training trees (none: without them); EVALB with "
+            "COLLINS.prm"]
+
+
+def write_test_record(args, model_dir, minutes, rows, sentences):
+    """The test table: pcfg's (a row per beam, with the checkpoint and nesting limits only when
+    they vary) or wsj_like's (a row per checkpoint, limits and beam, named by --record_label)."""
+    title = (f"Parsing the {args.treebank} treebank's test sentences: {args.hparams_set}, "
+             "constrained beam search, EVALB")
+    scores = [{"name": "test F1", "digits": 2}, {"name": "recall", "digits": 2},
+              {"name": "precision", "digits": 2}]
+    if args.treebank == "wsj_like":
+        columns = (["path", "checkpoint", "nesting limits", "beam"] + scores
+                   + [{"name": "tagging", "digits": 2}, f"left out by EVALB (of {sentences})",
+                      {"name": "sentences/s", "digits": 1}])
+        table = [[args.record_label or "this run", checkpoint_label(model_dir, checkpoint),
+                  limits, beam, round(s.f1, 2), round(s.recall, 2), round(s.precision, 2),
+                  round(s.tagging_accuracy, 2), s.errors, round(speed, 1)]
+                 for checkpoint, limits, beam, s, speed in rows]
+    else:
+        varies = len(args.checkpoints) > 1 or args.compare_limits
+        columns = ((["checkpoint", "nesting limits"] if varies else []) + ["beam"] + scores
+                   + [f"sentences left out by EVALB (of {sentences})",
+                      {"name": "sentences/s", "digits": 1}])
+        table = [([checkpoint_label(model_dir, checkpoint), limits] if varies else [])
+                 + [beam, round(s.f1, 2), round(s.recall, 2), round(s.precision, 2), s.errors,
+                    round(speed, 1)] for checkpoint, limits, beam, s, speed in rows]
+    record.write_record(args.record, title, columns, table,
+                        notes=with_earlier_notes(args, args.record, columns,
+                                                 training_notes(args, minutes)),
+                        extend=bool(args.record_label) and args.treebank == "wsj_like")
+
+
+def with_earlier_notes(args, path, columns, notes):
+    """`notes` after those of the record at `path` that --record_label extends (the earlier
+    runs' flags: record.write_record extends it when its columns are `columns`), each once."""
+    if not (args.record_label and os.path.isfile(path)):
+        return notes
+    with open(path, encoding="utf-8") as f:
+        earlier = json.load(f)
+    if earlier.get("columns") != columns:
+        return notes
+    earlier = earlier.get("notes", [])
+    return earlier + [note for note in notes if note not in earlier]
+
+
+def write_dev_record(args, model_dir):
+    """The trainer's dev evaluations (eval/history.json), and the average's (avg/info.json)."""
+    from t2t_lite.model_dir import ModelDir
+
+    history = [entry for entry in ModelDir(model_dir).read_history()
+               if "f1" in entry["metrics"]]
+    best = ModelDir(os.path.join(model_dir, "best")).read_info() or {}
+    average = ModelDir(os.path.join(model_dir, "avg")).read_info() if args.average_last else None
+    decoding = "greedy" if args.eval_beam == 1 else f"beam {args.eval_beam}"
+    title = (f"Dev F1 while training {args.hparams_set} on the {args.treebank} treebank "
+             f"(evaluated every {args.eval_every:,} updates and at the end)")
+    notes = [f"{args.dev_trees} dev trees of seed 11"
+             + (f", {decoding}" if args.treebank != "wsj_like" else "")  # else a column
+             + ", nesting limits as in the test table"]
+    if args.treebank == "wsj_like":
+        rows = []
+        for number, entry in enumerate(history, 1):
+            label = "the end" if number == len(history) else "step"
+            if entry["step"] == best.get("step"):
+                label += " (best)"
+            rows.append([args.record_label or "this run", label, entry["step"], decoding,
+                         round(entry["metrics"]["f1"], 2)])
+        if average and "metrics" in average:
+            steps = [int(re.search(r"ckpt-(\d+)", path).group(1))
+                     for path in average["averaged_checkpoints"]]
+            rows.append([args.record_label or "this run",
+                         f"average of the last {len(steps)} ({steps[0]:,}-{steps[-1]:,})",
+                         steps[-1], decoding, round(average["metrics"]["f1"], 2)])
+        columns = ["path", "checkpoint", "updates", "dev decoding",
+                   {"name": "dev F1", "digits": 2}]
+        record.write_record(args.record_dev, title, columns, rows,
+                            notes=with_earlier_notes(args, args.record_dev, columns, notes),
+                            extend=bool(args.record_label))
+    else:
+        record.write_record(
+            args.record_dev, title, ["step", {"name": "dev F1", "digits": 2},
+                                     f"dev sentences left out by EVALB (of {args.dev_trees})"],
+            [[entry["step"], round(entry["metrics"]["f1"], 2),
+              round(entry["metrics"]["evalb_errors"] * args.dev_trees)] for entry in history],
+            notes=notes)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,11 @@ Half precision against float32 (t2t_lite only, graph mode; MFU still reads again
 matmul peak):
 
     python benchmarks/training.py --shapes small --precisions float32 mixed_float16 mixed_bfloat16
+
+As results records (docs/results_pages.py): `--record PATH` writes the training table
+(benchmarks/results/training/training_throughput.json; with --precisions, the half precision
+table, half_precision.json), `--record_matmuls PATH` the matmul table (matmul_peaks.json) and
+`--record_flops PATH` the model FLOPs (model_flops.json).
 """
 
 import argparse
@@ -41,6 +46,9 @@ import time
 import checkouts
 import flops
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import record  # noqa: E402
 
 BATCH, SOURCE_LENGTH, TARGET_LENGTH = 128, 32, 32
 DROPOUT, LABEL_SMOOTHING = 0.1, 0.1
@@ -297,10 +305,18 @@ def main():
                         "instead of t2t_lite and HF transformers")
     parser.add_argument("--precisions", nargs="+", choices=("float32", *HALF_PRECISIONS),
                         help="time only t2t_lite's graph training step, in these precisions")
+    record.add_record_flag(parser)  # the training table (with --precisions, the precisions')
+    parser.add_argument("--record_matmuls", metavar="PATH",
+                        help="also write the matmul table as a results record, e.g. "
+                        "benchmarks/results/training/matmul_peaks.json")
+    parser.add_argument("--record_flops", metavar="PATH",
+                        help="also write the model FLOPs of each shape as a results record, e.g. "
+                        "benchmarks/results/training/model_flops.json")
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "SHAPE"), help=argparse.SUPPRESS)
     parser.add_argument("--label", default="", help=argparse.SUPPRESS)
     parser.add_argument("--checkout", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    import training_records  # the --record* writers, beside this file
     if args.worker:
         return worker(*args.worker, args.threads, args.label, args.checkout)
     checkout_paths = checkouts.parse(args.checkouts) if args.checkouts else None
@@ -334,6 +350,14 @@ def main():
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for shape, (times, rss) in results.items():
         print_training(shape, times, rss, peaks)
+    if args.record:
+        write = (training_records.write_precisions_record if args.precisions
+                 else training_records.write_training_record)
+        write(args, results, peaks)
+    if args.record_matmuls:
+        training_records.write_matmuls_record(args, matmul_times, peaks)
+    if args.record_flops:
+        training_records.write_flops_record(args)
 
 
 if __name__ == "__main__":
