@@ -27,8 +27,8 @@ class HParamsError(UserError, ValueError):
 # Hparams that change how a model trains but none of its variables, so that a resumed run may
 # change them (e.g. a lower learning_rate after the loss diverged, or float16 to go faster).
 TRAINING_ONLY = ("dropout", "attention_dropout", "relu_dropout", "batch_size", "label_smoothing",
-                 "learning_rate", "peak_learning_rate", "warmup_steps", "clip_grad_norm",
-                 "accumulate_steps", "precision")
+                 "learning_rate", "peak_learning_rate", "warmup_steps", "budget_cooldown",
+                 "clip_grad_norm", "accumulate_steps", "precision")
 # Hparams that define the function a model's weights compute: a model started from another's
 # weights (the trainer's --init_from) must have the same values.
 ARCHITECTURE = ("num_encoder_layers", "num_decoder_layers", "d_model", "d_ff", "num_heads",
@@ -93,6 +93,9 @@ class HParams:
     # `--lr`, the same curve. 0: learning_rate * d_model^-0.5 * warmup_steps^-0.5.
     peak_learning_rate: float = _range(0.0, 0)
     warmup_steps: int = _range(4000, 1, INT32_MAX)
+    # With a time budget (--train_minutes): the rate falls linearly to 0 over this last fraction
+    # of the budget, and --average_last's checkpoints are spread over it; 0: no cool-down.
+    budget_cooldown: float = _range(0.2, 0, 1)
     adam_beta1: float = _probability(0.9)
     adam_beta2: float = _probability(0.98)
     adam_epsilon: float = _range(1e-9, 0, above=True)

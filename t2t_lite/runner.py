@@ -11,13 +11,13 @@ starts in a fraction of a second instead of the seconds their import takes.
 
 import logging
 import os
-import time
 
 from t2t_lite import backends, registry
 from t2t_lite.experiment import ExperimentRecord
 from t2t_lite.export.engines import TrainedModel, make_engine, make_exporter
 from t2t_lite.model_dir import ModelDir
 from t2t_lite.training import warm_start
+from t2t_lite.training.budget import TimeBudget
 from t2t_lite.training.checkpoint_list import (
     DamagedCheckpoint,
     checkpoint_paths,
@@ -246,7 +246,11 @@ class Runner:
         worker runs this; only the chief writes into model_dir (the others write into a
         temporary directory).
         """
-        deadline = time.monotonic() + 60 * config.train_minutes if config.train_minutes else None
+        # An explicit --save_every keeps its spacing; otherwise the budget spreads the
+        # checkpoints --average_last averages over its cool-down.
+        budget = (TimeBudget(config.train_minutes, self.hparams.budget_cooldown,
+                             averaged=0 if config.save_every else config.average_last)
+                  if config.train_minutes else None)
         started = self.experiment.init_from
         if (started and started["optimizer"] and not latest_checkpoint(self.model_dir.path)
                 and config.train_steps <= started["step"]):
@@ -289,6 +293,8 @@ class Runner:
             logger.info("training %s with %s parameters on %s, step %d of %d",
                         self.problem.name, f"{trainer.model.count_params():,}",
                         distribution.describe(), trainer.step, config.train_steps)
+            if budget:
+                logger.info(budget.describe(0 if config.save_every else config.average_last))
 
             def evaluate_before_the_end(step):
                 """Returns True to stop training early."""
@@ -307,7 +313,7 @@ class Runner:
                     keep_checkpoints=config.keep_checkpoints, resume_from=resume_from,
                     save_every=config.save_interval, log_every=config.log_every,
                     periodic=[(config.eval_every, evaluate_before_the_end)],
-                    summary_dir=output_dir.summaries("train"), deadline=deadline)
+                    summary_dir=output_dir.summaries("train"), budget=budget)
             metrics = evaluator.final(step)
             if config.average_last or config.average_best:
                 chosen, how = evaluator.checkpoints_to_average(

@@ -102,7 +102,9 @@ def data_parallel(config, arrays):
     """The trainable weights after config["steps"] updates from the same batches (rows for two
     devices) on one device, then split over two (keras.distribution.DataParallel over the two
     virtual CPU devices XLA_FLAGS makes), each from the same initialization; the loss of each
-    update; and how many devices the second run's batches were laid out on."""
+    update; and how many devices the second run's batches were laid out on. The second run
+    updates at config["rate_factor"] (a time budget's cool-down) times a learning rate that
+    much higher: the same rate."""
     from t2t_lite.data.numpy_pipeline import TrainingBatches
     from t2t_lite.backends.jax.trainer import JaxTrainer, _placed
 
@@ -116,11 +118,15 @@ def data_parallel(config, arrays):
         keras.distribution.set_distribution(
             keras.distribution.DataParallel() if devices == 2 else None)
         keras.utils.set_random_seed(7)
-        trainer = JaxTrainer(hparams, config["vocab_size"])
+        factor = config["rate_factor"] if devices == 2 else 1.0
+        trainer = JaxTrainer(hparams.replace(learning_rate=hparams.learning_rate / factor),
+                             config["vocab_size"])
         data = TrainingBatches(examples, hparams.batch_size, hparams.max_length, seed=0,
                                devices=2)
-        losses = [trainer.train_step([next(data)])["loss"] for _ in range(config["steps"])]
+        losses = [trainer.train_step([next(data)], factor)["loss"]
+                  for _ in range(config["steps"])]
         results[f"losses_{devices}"] = np.array(losses)
+        results[f"learning_rate_{devices}"] = np.array(trainer.learning_rate())
         for i, variable in enumerate(trainer.model.trainable_variables):
             results[f"weight_{devices}_{i}"] = np.asarray(variable.value)
         placed = _placed(next(data))[0]["inputs"]  # numpy without a distribution: one device

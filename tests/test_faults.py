@@ -511,6 +511,10 @@ def test_a_time_budget_stops_with_a_checkpoint_then_evaluates_averages_and_resum
     first = latest_step(model_copy)
     assert 4 < first < 1_000_000 and f"final evaluation at step {first}:" in out
     assert f"the time budget (--train_minutes) is spent: training stops at step {first}" in err
+    # The rate cools down to 0 at the deadline, where the last update starts (training/budget.py).
+    assert ("time budget 0.05 min: the learning rate falls linearly to 0 over its last 0.01 min"
+            in err)
+    assert re.search(rf"step {first}/1000000  loss \S+  accuracy \S+  lr 0  ", err), err
     assert "avg/, the average of the last 2 (steps" in err
     with open(os.path.join(model_copy, "eval", "history.json"), encoding="utf-8") as f:
         assert json.load(f)[-1]["step"] == first

@@ -144,6 +144,34 @@ def test_replicas_and_accumulation_match_one_device_on_the_same_global_batches(
     assert single.learning_rate() == distributed.learning_rate()
 
 
+def rate_factor_losses(trainer, batches, factors):
+    """Losses of updates at the schedule's rate times each of `factors` (a time budget's
+    cool-down), replica r reading batches r, r + R, ... as train_losses does."""
+    iterators = trainer.distribute(lambda context: as_dataset(batches).shard(
+        context.num_input_pipelines, context.input_pipeline_id).repeat())
+    return [trainer.train_step(iterators, rate_factor=factor)["loss"] for factor in factors]
+
+
+def test_a_rate_factor_is_the_learning_rate_times_it(two_cpu_strategy):
+    """An update at rate factor f (training/budget.py's cool-down) is the update of the same
+    trainer with f times the learning rate: Adam's step is linear in its rate. Factor 1 is the
+    update without a budget; on two replicas the factor reaches both."""
+    batches = replica_batches(3, replicas=2)
+    cooled = Trainer(tiny_hparams(), VOCAB, two_cpu_strategy)
+    slower = Trainer(tiny_hparams().replace(learning_rate=0.05), VOCAB, two_cpu_strategy)
+    plain = Trainer(tiny_hparams(), VOCAB, two_cpu_strategy)
+    for other in (slower, plain):
+        other.model.set_weights(cooled.model.get_weights())
+    rate_factor_losses(cooled, batches, [0.5, 0.5, 1.0])
+    rate_factor_losses(slower, batches, [1.0, 1.0])
+    rate_factor_losses(plain, batches, [1.0, 1.0, 1.0])
+    assert cooled.learning_rate() == pytest.approx(plain.learning_rate())
+    rate_factor_losses(slower, batches[4:], [2.0])  # the third update at the full rate
+    assert_close_arrays(cooled.model.get_weights(), slower.model.get_weights(), rtol=1e-5)
+    with pytest.raises(AssertionError):
+        assert_close_arrays(cooled.model.get_weights(), plain.model.get_weights(), rtol=1e-3)
+
+
 def hand_clipped_updates(model, optimizer, batches, clip):
     """Applies `optimizer` to `model`'s variables with each batch's gradient of the mean loss
     over its target tokens, scaled by hand to global norm `clip` where it is larger; returns

@@ -6,7 +6,6 @@ rules of a run are written once and hold on either backend.
 
 import logging
 import math
-import time
 
 from t2t_lite.training.preemption import stop_on_signals
 from t2t_lite.training.progress import Progress
@@ -16,19 +15,21 @@ logger = logging.getLogger("t2t_lite")
 
 
 def run_updates(update, save, learning_rate, *, step, train_steps, save_every=1000,
-                log_every=100, periodic=(), summaries=None, deadline=None):
+                log_every=100, periodic=(), summaries=None, budget=None):
     """Calls `update` until `train_steps` updates have been applied in total (resumed runs
-    included), or until the first update that starts after `deadline` (a time.monotonic()
-    value), and returns the step reached.
+    included), or until the first update that starts after the deadline of `budget` (a
+    training.budget.TimeBudget, or None), and returns the step reached.
 
-    update(stop_requested, out_of_time) makes one update from `step` and returns (sums, step,
+    update(stop_requested, out_of_time, rate_factor) makes one update from `step`, its learning
+    rate times rate_factor (the budget's cool-down; 1 without one), and returns (sums, step,
     stopping, out_of_time): its statistics summed, the step after it, and whether any worker was
     asked to stop or found the time budget spent (a trainer on one worker returns the flags it
     was given; TensorFlow's all-reduces them so that every worker stops after the same update).
     An update that leaves the step as it was (float16 gradients overflowed) is not counted.
 
     save() writes a checkpoint of the current step and returns its path (None: no checkpoint
-    directory); it is called every `save_every` updates, at the end, and before any stop.
+    directory); it is called every `save_every` updates, when the budget wants a checkpoint to
+    average, at the end, and before any stop.
     learning_rate() is the rate logged; summaries(step, metrics), if given, writes the logged
     metrics. Each fn(step) of `periodic` (every, fn) pairs runs every `every` updates; one that
     returns True stops training there, after a checkpoint (early stopping).
@@ -36,12 +37,13 @@ def run_updates(update, save, learning_rate, *, step, train_steps, save_every=10
     Raises TrainingDiverged on a non-finite loss without saving, so that the last checkpoint is
     the last good one, and Stopped after a checkpoint on SIGTERM or SIGINT.
     """
-    progress = Progress(step, train_steps)
+    progress = Progress(step, train_steps, budget)
     with stop_on_signals() as signals:
         while step < train_steps:
             previous_step = step
             sums, step, stopping, out_of_time = update(
-                signals.requested, deadline is not None and time.monotonic() >= deadline)
+                signals.requested, budget is not None and budget.spent(),
+                budget.rate_factor() if budget else 1.0)
             if not math.isfinite(sums["loss"]):
                 raise TrainingDiverged(
                     f"the loss became {sums['loss']} at step {step}; the last good checkpoint "
@@ -49,13 +51,17 @@ def run_updates(update, save, learning_rate, *, step, train_steps, save_every=10
             if step == previous_step and not (stopping or out_of_time):
                 continue  # float16 gradients overflowed: the update was skipped
             progress.add(sums)
+            if budget:
+                budget.observe(step)
             if step % log_every == 0 or step == train_steps or out_of_time:
                 metrics = progress.report(step, learning_rate())
                 if summaries:
                     summaries(step, metrics)
             with progress.paused():
                 saved = None
-                if step % save_every == 0 or step == train_steps or stopping or out_of_time:
+                averaging_save = budget is not None and budget.save_due()
+                if (step % save_every == 0 or step == train_steps or stopping or out_of_time
+                        or averaging_save):
                     saved = save()
                 if stopping:
                     raise Stopped(signals.signal_name, step, saved)

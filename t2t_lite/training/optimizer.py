@@ -1,5 +1,11 @@
 """The paper's optimizer: Adam (0.9, 0.98, 1e-9) on the warmup / inverse-square-root schedule,
-loss-scaled in float16. keras only, so any backend's training loop uses it."""
+loss-scaled in float16. keras only, so any backend's training loop uses it.
+
+The schedule's `rate_factor` multiplies it: a time budget's cool-down (training/budget.py),
+which depends on the clock, so the trainers feed it to each update as a value of the update (a
+variable on TensorFlow, an argument of the compiled update on JAX) rather than a Python number
+that tracing would freeze. None, as without a budget, is 1.
+"""
 
 import keras
 from keras import ops
@@ -16,11 +22,13 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
         self.d_model = d_model
         self.warmup_steps = warmup_steps
         self.learning_rate = learning_rate
+        self.rate_factor = None
 
     def __call__(self, iterations):
         step = ops.cast(iterations, "float32") + 1.0
         decay = ops.minimum(ops.rsqrt(step), step * self.warmup_steps**-1.5)
-        return self.learning_rate * self.d_model**-0.5 * decay
+        rate = self.learning_rate * self.d_model**-0.5 * decay
+        return rate if self.rate_factor is None else rate * ops.cast(self.rate_factor, "float32")
 
     def get_config(self):
         return {"d_model": self.d_model, "warmup_steps": self.warmup_steps,
@@ -31,10 +39,11 @@ def learning_rate_schedule(hparams):
     return TransformerSchedule(hparams.d_model, hparams.warmup_steps, hparams.schedule_multiplier)
 
 
-def create_optimizer(hparams):
-    """Adam with the paper's betas and epsilon on the paper's schedule; loss-scaled in float16."""
+def create_optimizer(hparams, schedule=None):
+    """Adam with the paper's betas and epsilon on `schedule` (the paper's, learning_rate_schedule,
+    by default); loss-scaled in float16."""
     optimizer = keras.optimizers.Adam(
-        learning_rate=learning_rate_schedule(hparams),
+        learning_rate=schedule or learning_rate_schedule(hparams),
         beta_1=hparams.adam_beta1, beta_2=hparams.adam_beta2, epsilon=hparams.adam_epsilon)
     if hparams.precision == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)

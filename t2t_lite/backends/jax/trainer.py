@@ -61,8 +61,9 @@ class JaxTrainer:
         self.hparams = hparams
         self.distribution = current_distribution()
         self.model = create_model(hparams, vocab_size)
-        self.optimizer = create_optimizer(hparams)
         self._schedule = learning_rate_schedule(hparams)
+        self.optimizer = create_optimizer(hparams, self._schedule)
+        self._rate_factor = 1.0  # of the last update (a time budget's cool-down)
         self.optimizer.build(self.model.trainable_variables)
         self._iterations = next(i for i, v in enumerate(self.optimizer.variables)
                                 if v.path == self.optimizer.iterations.path)
@@ -95,8 +96,9 @@ class JaxTrainer:
         return int(self.state[2][self._iterations])
 
     def learning_rate(self):
-        """The rate of the next update (as the TensorFlow trainer logs it)."""
-        return float(self._schedule(self.step))
+        """The rate of the next update at the last update's rate factor (as the TensorFlow
+        trainer logs it)."""
+        return float(self._schedule(self.step)) * self._rate_factor
 
     def _micro_batch_gradients(self, trainable, non_trainable, features, labels):
         def loss(trainable, non_trainable):
@@ -109,14 +111,19 @@ class JaxTrainer:
             trainable, non_trainable)
         return gradients, stats, non_trainable
 
-    def _apply_gradients(self, trainable, optimizer_variables, gradients, tokens):
+    def _apply_gradients(self, trainable, optimizer_variables, gradients, tokens, rate_factor):
         gradients = [g / ops.maximum(tokens, 1.0) for g in gradients]
         if self.hparams.clip_grad_norm:
             norm = ops.sqrt(sum(ops.sum(ops.square(g)) for g in gradients))
             scale = ops.minimum(1.0, self.hparams.clip_grad_norm / norm)
             gradients = [g * scale for g in gradients]
-        trainable, optimizer_variables = self.optimizer.stateless_apply(
-            optimizer_variables, gradients, trainable)
+        # The schedule reads the traced factor while the update is traced (optimizer.py).
+        self._schedule.rate_factor = rate_factor
+        try:
+            trainable, optimizer_variables = self.optimizer.stateless_apply(
+                optimizer_variables, gradients, trainable)
+        finally:
+            self._schedule.rate_factor = None
         return trainable, optimizer_variables
 
     def _eval_statistics(self, trainable, non_trainable, features, labels):
@@ -124,9 +131,9 @@ class JaxTrainer:
                                               training=False)
         return batch_statistics(logits, features, labels, self.hparams.label_smoothing)
 
-    def train_step(self, batches):
+    def train_step(self, batches, rate_factor=1.0):
         """One optimizer update from the (features, labels) `batches` (accumulate_steps of
-        them); returns their statistics, summed."""
+        them), at the schedule's rate times `rate_factor`; returns their statistics, summed."""
         trainable, non_trainable, optimizer_variables = self.state
         gradients, sums = None, None
         for features, labels in batches:
@@ -139,7 +146,8 @@ class JaxTrainer:
                 gradients = [a + b for a, b in zip(gradients, step_gradients)]
                 sums = {k: sums[k] + stats[k] for k in sums}
         trainable, optimizer_variables = self._apply(trainable, optimizer_variables, gradients,
-                                                     sums["tokens"])
+                                                     sums["tokens"], jax.numpy.float32(rate_factor))
+        self._rate_factor = float(rate_factor)
         self.state = (trainable, non_trainable, optimizer_variables)
         self.sync()  # the update consumed (donated) the arrays the variables held
         return {k: float(v) for k, v in sums.items()}
@@ -184,14 +192,15 @@ class JaxTrainer:
 
     def train(self, data, train_steps, *, checkpoint_dir=None, keep_checkpoints=20,
               resume_from=None, save_every=1000, log_every=100, periodic=(), summary_dir=None,
-              deadline=None):
+              budget=None):
         """Runs updates from `data` (a data.numpy_pipeline.TrainingBatches) until
-        `train_steps` in total or the first update that starts after `deadline` (a
-        time.monotonic() value), as the TensorFlow trainer's train does: the data continues
-        where checkpoint `resume_from` left it, checkpoints every save_every updates and at the
-        end, `periodic` (every, fn) calls (a True result stops training, after a checkpoint),
-        TrainingDiverged on a non-finite loss, Stopped after a checkpoint on SIGTERM or SIGINT,
-        the logged metrics written to summary_dir. Returns the step reached."""
+        `train_steps` in total or the first update that starts after the deadline of `budget`
+        (a training.budget.TimeBudget, whose cool-down it follows), as the TensorFlow trainer's
+        train does: the data continues where checkpoint `resume_from` left it, checkpoints every
+        save_every updates and at the end, `periodic` (every, fn) calls (a True result stops
+        training, after a checkpoint), TrainingDiverged on a non-finite loss, Stopped after a
+        checkpoint on SIGTERM or SIGINT, the logged metrics written to summary_dir. Returns the
+        step reached."""
         if resume_from:
             position = jax_checkpoints.read_position(resume_from)
             if position:
@@ -200,8 +209,9 @@ class JaxTrainer:
             jax_checkpoints.remove_partial_saves(checkpoint_dir)
         writer = ScalarWriter(summary_dir) if summary_dir else None
 
-        def update(stop, out_of_time):
-            sums = self.train_step([next(data) for _ in range(self.hparams.accumulate_steps)])
+        def update(stop, out_of_time, rate_factor):
+            sums = self.train_step([next(data) for _ in range(self.hparams.accumulate_steps)],
+                                   rate_factor)
             return sums, self.step, stop, out_of_time
 
         def save():
@@ -213,7 +223,7 @@ class JaxTrainer:
             return run_updates(update, save, self.learning_rate, step=self.step,
                                train_steps=train_steps, save_every=save_every,
                                log_every=log_every, periodic=periodic,
-                               summaries=writer.scalars if writer else None, deadline=deadline)
+                               summaries=writer.scalars if writer else None, budget=budget)
         finally:
             if writer:
                 writer.close()

@@ -30,7 +30,7 @@ from t2t_lite.backends.tensorflow.checkpoints import (
 from t2t_lite.backends.tensorflow.distribution import data_key, of_strategy, worker_index
 from t2t_lite.training.loop import run_updates
 from t2t_lite.training.loss import batch_statistics, summarize
-from t2t_lite.training.optimizer import create_optimizer
+from t2t_lite.training.optimizer import create_optimizer, learning_rate_schedule
 from t2t_lite.utils.errors import UserError
 
 logger = logging.getLogger("t2t_lite")
@@ -47,9 +47,15 @@ class Trainer:
         self.hparams = hparams
         self.strategy = strategy or tf.distribute.get_strategy()
         self.distribution = of_strategy(self.strategy)
+        # The schedule's factor (a time budget's cool-down), read by each update: a plain
+        # variable, outside the strategy and the checkpoint.
+        self._rate_factor = tf.Variable(1.0, trainable=False, name="rate_factor")
+        self._agreed_rate_factor = 1.0
+        self.schedule = learning_rate_schedule(hparams)
+        self.schedule.rate_factor = self._rate_factor
         with self.strategy.scope():
             self.model = create_model(hparams, vocab_size)
-            self.optimizer = create_optimizer(hparams)
+            self.optimizer = create_optimizer(hparams, self.schedule)
             self.optimizer.build(self.model.trainable_variables)
         self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
         self._gradients = (tf.function(self._micro_batch_gradients, jit_compile=True,
@@ -90,10 +96,11 @@ class Trainer:
                 sums = {k: sums[k] + stats[k] for k in sums}
         context = tf.distribute.get_replica_context()
         # The stop requests ride on the step's all-reduce, so every worker sees them at once
-        # (placed like the statistics: a tensor from outside the replica has no device).
+        # (placed like the statistics: a tensor from outside the replica has no device), and so
+        # does each one's rate factor (see train_step).
         stop = tf.zeros_like(sums["tokens"]) + stop
         sums = context.all_reduce(tf.distribute.ReduceOp.SUM, {
-            **sums, "stop_requests": stop[0], "out_of_time": stop[1]})
+            **sums, "stop_requests": stop[0], "out_of_time": stop[1], "rate_factor": stop[2]})
         gradients = [g / tf.maximum(sums["tokens"], 1.0) for g in gradients]
         if self.hparams.clip_grad_norm:
             gradients = self._clip(gradients, context)
@@ -109,11 +116,15 @@ class Trainer:
         scale = tf.minimum(1.0, self.hparams.clip_grad_norm / norm)
         return [g * scale for g in gradients]
 
-    def train_step(self, iterators, stop=False, out_of_time=False):
+    def train_step(self, iterators, stop=False, out_of_time=False, rate_factor=1.0):
         """One optimizer update from `accumulate_steps` batches of each replica's iterator (see
-        `distribute`); returns the statistics summed over replicas and micro-batches,
-        "stop_requests": how many replicas (of all workers) were asked to `stop`, and
-        "out_of_time": how many found the time budget spent."""
+        `distribute`), at the schedule's rate times `rate_factor`; returns the statistics summed
+        over replicas and micro-batches, "stop_requests": how many replicas (of all workers)
+        were asked to `stop`, and "out_of_time": how many found the time budget spent.
+
+        On several workers, each one's clock gives a slightly different rate_factor, and
+        different rates would make their copies of the weights part: every worker uses the mean
+        of the factors of the previous update, which its all-reduce gave them all."""
         if self._train_step is None:
             # No AutoGraph, as in Keras's own trainer: the step is Python over Python lists
             # around keras.ops (the same code runs on JAX), and converting its source was a
@@ -128,8 +139,13 @@ class Trainer:
                 return self.strategy.experimental_local_results(sums)[0]
 
             self._train_step = step
-        sums = self._train_step(iterators, tf.constant([float(stop), float(out_of_time)]))
-        return {k: float(v) for k, v in sums.items()}
+        one_worker = worker_index(self.strategy)[1] == 1
+        self._rate_factor.assign(rate_factor if one_worker else self._agreed_rate_factor)
+        sums = self._train_step(iterators, tf.constant(
+            [float(stop), float(out_of_time), float(rate_factor)]))
+        sums = {k: float(v) for k, v in sums.items()}
+        self._agreed_rate_factor = sums.pop("rate_factor") / self.strategy.num_replicas_in_sync
+        return sums
 
     def distribute(self, dataset_fn):
         """{"replica_R": iterator} over `dataset_fn(input_context)` for each local replica R,
@@ -190,10 +206,11 @@ class Trainer:
 
     def train(self, dataset_fn, train_steps, *, checkpoint_dir=None, keep_checkpoints=20,
               resume_from=None, save_every=1000, log_every=100, periodic=(), summary_dir=None,
-              deadline=None):
+              budget=None):
         """Runs updates until `train_steps` have been applied in total (resumed runs included),
-        or until the first update that starts after `deadline` (a time.monotonic() value; on
-        any worker: all stop after the same update), with a checkpoint.
+        or until the first update that starts after the deadline of `budget` (a
+        training.budget.TimeBudget, whose cool-down it follows; on any worker: all stop after
+        the same update), with a checkpoint.
 
         Continues the data where the checkpoint `resume_from` left it (when it holds the data of
         as many replicas), saves a checkpoint in checkpoint_dir every `save_every` updates and
@@ -230,8 +247,8 @@ class Trainer:
             checkpoints = tf.train.CheckpointManager(state, checkpoint_dir, keep_checkpoints)
         writer = tf.summary.create_file_writer(summary_dir) if summary_dir else None
 
-        def update(stop, out_of_time):
-            sums = self.train_step(iterators, stop, out_of_time)
+        def update(stop, out_of_time, rate_factor):
+            sums = self.train_step(iterators, stop, out_of_time, rate_factor)
             stopping, out_of_time = sums.pop("stop_requests") > 0, sums.pop("out_of_time") > 0
             return sums, self.step, stopping, out_of_time
 
@@ -248,4 +265,4 @@ class Trainer:
         return run_updates(update, save_checkpoint, self.learning_rate, step=self.step,
                            train_steps=train_steps, save_every=save_every, log_every=log_every,
                            periodic=periodic, summaries=summaries if writer else None,
-                           deadline=deadline)
+                           budget=budget)

@@ -1,0 +1,89 @@
+"""A time budget for training (`--train_minutes`): when the run stops, how its learning rate
+ends, where the checkpoints to average lie, and how many updates it will have made.
+
+A run that stops at a deadline on the paper's inverse-square-root schedule stops at a high rate,
+with its last checkpoints far apart in what they learned. So over the budget's last
+`cooldown` fraction (hparam budget_cooldown) the rate falls linearly to zero, reaching it at the
+deadline, as the "warmup-stable-decay" schedules do (Hägele et al. 2024, "Scaling Laws and
+Compute-Optimal Training Beyond Fixed Training Durations": a 10-20% cool-down matches a cosine
+schedule fitted to the length); and `--average_last=N` saves its N checkpoints evenly over that
+stretch, the last at the deadline. Both are measured in time, not updates, so evaluations and
+saves that take time cannot move the end: the rate is ~0 at the last update whatever the
+update rate was. The number of updates the budget allows is estimated from the wall-clock
+seconds per update so far (evaluations and saves included) for the progress line and the logs.
+
+Each run's budget is its own: a resumed run with `--train_minutes=M` continues the schedule from
+its step and cools down again over the end of its own M minutes.
+"""
+
+import math
+import time
+
+# Where --average_last's checkpoints go when the cool-down is off: the budget's last fifth.
+AVERAGING_STRETCH = 0.2
+
+
+class TimeBudget:
+    """The budget of one run, from its creation; `clock` is time.monotonic (a test's fake)."""
+
+    def __init__(self, minutes, cooldown=0.2, averaged=0, clock=time.monotonic):
+        self.clock = clock
+        self.seconds = 60.0 * minutes
+        self.start = clock()
+        self.deadline = self.start + self.seconds
+        self.cooldown = cooldown
+        stretch = (cooldown or AVERAGING_STRETCH) * self.seconds
+        # The N-1 saves before the one at the deadline (the loop saves there anyway).
+        self._saves = [self.deadline - stretch * k / averaged for k in range(averaged - 1, 0, -1)]
+        self._first = None  # (time, step) after the first update: its compilation excluded
+
+    def spent(self):
+        return self.clock() >= self.deadline
+
+    def seconds_left(self):
+        return max(0.0, self.deadline - self.clock())
+
+    def rate_factor(self):
+        """What the learning rate is multiplied by now: 1 until the cool-down, then falling
+        linearly to 0 at the deadline."""
+        if not self.cooldown:
+            return 1.0
+        return min(1.0, self.seconds_left() / (self.cooldown * self.seconds))
+
+    def save_due(self):
+        """True once for each averaging save whose time has come."""
+        due = False
+        while self._saves and self.clock() >= self._saves[0]:
+            self._saves.pop(0)
+            due = True
+        return due
+
+    def observe(self, step):
+        """Notes that `step` was reached now (after each update)."""
+        if self._first is None:
+            self._first = (self.clock(), step)
+        self._last = (self.clock(), step)
+
+    def final_step(self):
+        """The step the run will reach by the deadline at its rate so far (evaluations and saves
+        included), or None before two updates were timed."""
+        if self._first is None or self._last[1] == self._first[1]:
+            return None
+        (start, first), (last, step) = self._first, self._last
+        per_update = (last - start) / (step - first)
+        return step + math.floor(self.seconds_left() / per_update)
+
+    def describe(self, average_last=0):
+        """One line for the log: the budget, its cool-down and where the average's checkpoints
+        go."""
+        minutes = self.seconds / 60
+        text = f"time budget {minutes:g} min"
+        if self.cooldown:
+            text += (f": the learning rate falls linearly to 0 over its last "
+                     f"{self.cooldown * minutes:.3g} min (hparam budget_cooldown="
+                     f"{self.cooldown:g})")
+        if average_last > 1:
+            stretch = (self.cooldown or AVERAGING_STRETCH) * minutes
+            text += (f"; the {average_last} checkpoints --average_last averages are saved every "
+                     f"{stretch / average_last:.3g} min over the last {stretch:.3g}")
+        return text

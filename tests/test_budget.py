@@ -1,0 +1,114 @@
+"""A time budget (--train_minutes, t2t_lite/training/budget.py) run by the training loop on a
+fake clock: the rate factor is 1 until the cool-down and then the exact linear fall to 0 at the
+deadline, the last update is at 0, --average_last's checkpoints lie evenly in the cool-down,
+the estimate of the updates the budget allows is what the run makes, and the progress line's
+ETA is the budget's end. No timing: every second here is the fake clock's."""
+
+import logging
+
+import pytest
+
+from t2t_lite.training.budget import TimeBudget
+from t2t_lite.training.loop import run_updates
+
+
+
+# One update's summed statistics, as the trainers return them.
+STATISTICS = {"loss": 20.0, "nll": 18.0, "tokens": 10.0, "correct": 5.0, "source_tokens": 9.0,
+              "target_slots": 12.0, "source_slots": 12.0}
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def budget_run(minutes, cooldown, averaged, seconds_per_update, evaluation_seconds=0.0,
+               eval_every=0, log_every=50):
+    """A run of run_updates on a fake clock: each update takes seconds_per_update, each
+    evaluation (every eval_every updates) evaluation_seconds. Returns (budget, the updates as
+    (clock at their start, rate factor), the steps saved at, and the estimates of the final
+    step made after each update)."""
+    clock = FakeClock()
+    budget = TimeBudget(minutes, cooldown, averaged, clock=clock)
+    updates, saves, estimates = [], [], []
+    step = 0
+
+    def update(stop, out_of_time, rate_factor):
+        nonlocal step
+        updates.append((clock.now, rate_factor))
+        clock.now += seconds_per_update
+        step += 1
+        return STATISTICS, step, stop, out_of_time
+
+    def save():
+        saves.append(step)
+        return f"ckpt-{step}"
+
+    def evaluate(at):
+        clock.now += evaluation_seconds
+        estimates.append((at, budget.final_step()))
+        return False
+
+    run_updates(update, save, lambda: 1.0, step=0, train_steps=10**9, save_every=10**9,
+                log_every=log_every, periodic=[(eval_every, evaluate)], budget=budget)
+    return budget, updates, saves, estimates
+
+
+def test_the_rate_cools_down_linearly_to_zero_at_the_deadline():
+    budget, updates, _, _ = budget_run(minutes=10, cooldown=0.25, averaged=0,
+                                       seconds_per_update=0.7, evaluation_seconds=20,
+                                       eval_every=100)
+    stretch = 0.25 * 600
+    for started, factor in updates:
+        left = budget.deadline - started
+        assert factor == (1.0 if left >= stretch else pytest.approx(max(0.0, left) / stretch))
+    assert updates[-1][1] == 0.0  # the update that starts after the deadline: the floor
+    assert updates[-2][1] < 0.7 / stretch + 1e-9  # the one before: within an update of it
+    assert sum(factor < 1 for _, factor in updates) > 150  # the cool-down took many updates
+
+
+def test_the_estimate_of_the_updates_is_the_number_the_budget_allows():
+    """Evaluations take time the first estimate cannot know of: the estimate, from the seconds
+    per update so far (evaluations included), is refined at each evaluation and comes within
+    an evaluation's worth of updates of the number the run makes from the third on."""
+    _, updates, _, estimates = budget_run(minutes=30, cooldown=0.2, averaged=0,
+                                          seconds_per_update=1.3, evaluation_seconds=40,
+                                          eval_every=200)
+    errors = [abs(estimate - len(updates)) for _, estimate in estimates]
+    assert len(errors) > 5 and errors == sorted(errors, reverse=True), errors
+    assert errors[0] > 40 / 1.3 and max(errors[2:]) <= 40 / 1.3, errors
+
+
+@pytest.mark.parametrize("cooldown", [0.2, 0.0])
+def test_average_last_checkpoints_are_spread_evenly_over_the_cool_down(cooldown):
+    """--average_last=5: five checkpoints, the last at the deadline, one every fifth of the
+    cool-down (the budget's last fifth without one); the rate factor stays 1 without one."""
+    budget, updates, saves, _ = budget_run(minutes=20, cooldown=cooldown, averaged=5,
+                                           seconds_per_update=0.5)
+    assert len(saves) == 5 and saves[-1] == len(updates)
+    started = [at for at, _ in updates]
+    stretch = (cooldown or 0.2) * 20 * 60
+    for k, step in zip(range(4, 0, -1), saves):
+        planned = budget.deadline - stretch * k / 5
+        # Saved after the first update that ends at or past the planned time.
+        assert started[step - 1] + 0.5 >= planned > started[step - 1] + 0.5 - 0.5 - 1e-9
+    if not cooldown:
+        assert {factor for _, factor in updates} == {1.0}
+
+
+def test_the_progress_line_and_the_log_say_where_the_budget_ends(caplog):
+    caplog.set_level(logging.INFO, logger="t2t_lite")
+    budget, updates, _, _ = budget_run(minutes=2, cooldown=0.2, averaged=4,
+                                       seconds_per_update=0.25, log_every=100)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
+    assert lines and all("(the time budget's end, at ~" in line for line in lines)
+    first = lines[0]  # at step 100, 25 s into 120: the estimate is exact at a steady rate
+    assert "ETA 1m35s" in first and f"at ~{len(updates) - 1:,} updates)" in first
+    assert budget.describe(4) == (
+        "time budget 2 min: the learning rate falls linearly to 0 over its last 0.4 min "
+        "(hparam budget_cooldown=0.2); the 4 checkpoints --average_last averages are saved "
+        "every 0.1 min over the last 0.4")
