@@ -27,14 +27,14 @@ class FakeClock:
 
 
 def budget_run(minutes, cooldown, averaged, seconds_per_update, evaluation_seconds=0.0,
-               eval_every=0, log_every=50):
+               eval_every=0, log_every=50, save_every=10**9):
     """A run of run_updates on a fake clock: each update takes seconds_per_update, each
     evaluation (every eval_every updates) evaluation_seconds. Returns (budget, the updates as
     (clock at their start, rate factor), the steps saved at, and the estimates of the final
-    step made after each update)."""
+    step made at each evaluation); `times` holds the clock at each save."""
     clock = FakeClock()
     budget = TimeBudget(minutes, cooldown, averaged, clock=clock)
-    updates, saves, estimates = [], [], []
+    updates, saves, estimates, times = [], [], [], []
     step = 0
 
     def update(stop, out_of_time, rate_factor):
@@ -46,6 +46,7 @@ def budget_run(minutes, cooldown, averaged, seconds_per_update, evaluation_secon
 
     def save():
         saves.append(step)
+        times.append(clock.now)
         return f"ckpt-{step}"
 
     def evaluate(at):
@@ -53,8 +54,9 @@ def budget_run(minutes, cooldown, averaged, seconds_per_update, evaluation_secon
         estimates.append((at, budget.final_step()))
         return False
 
-    run_updates(update, save, lambda: 1.0, step=0, train_steps=10**9, save_every=10**9,
+    run_updates(update, save, lambda: 1.0, step=0, train_steps=10**9, save_every=save_every,
                 log_every=log_every, periodic=[(eval_every, evaluate)], budget=budget)
+    budget.times = times
     return budget, updates, saves, estimates
 
 
@@ -98,6 +100,22 @@ def test_average_last_checkpoints_are_spread_evenly_over_the_cool_down(cooldown)
         assert started[step - 1] + 0.5 >= planned > started[step - 1] + 0.5 - 0.5 - 1e-9
     if not cooldown:
         assert {factor for _, factor in updates} == {1.0}
+
+
+def test_a_checkpoint_an_evaluation_just_saved_stands_for_a_due_averaging_save():
+    """--save_every = --eval_every = 150: the evaluation's own save at 500 s (of 600) and the
+    evaluation's 10 s, during which the averaging save planned at 504 s falls due: it is not
+    made one update later, and no averaging save comes closer than half the averaging spacing
+    (24 s) after another save."""
+    spacing = 0.2 * 600 / 5
+    budget, updates, saves, _ = budget_run(minutes=10, cooldown=0.2, averaged=5,
+                                           seconds_per_update=0.5, evaluation_seconds=10,
+                                           eval_every=150, save_every=150)
+    times = [t - budget.start for t in budget.times]
+    averaging = [i for i, step in enumerate(saves[:-1]) if step % 150]
+    assert [round(times[i]) for i in averaging] == [528, 552, 576]  # none at 510.5
+    assert 500 in times and saves[-1] == len(updates)
+    assert all(times[i] - times[i - 1] >= spacing / 2 for i in averaging), times
 
 
 def test_the_progress_line_and_the_log_say_where_the_budget_ends(caplog):

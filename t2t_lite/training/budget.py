@@ -35,6 +35,8 @@ class TimeBudget:
         stretch = (cooldown or AVERAGING_STRETCH) * self.seconds
         # The N-1 saves before the one at the deadline (the loop saves there anyway).
         self._saves = [self.deadline - stretch * k / averaged for k in range(averaged - 1, 0, -1)]
+        self._spacing = stretch / averaged if averaged else 0.0
+        self._last_save = -math.inf
         self._first = None  # (time, step) after the first update: its compilation excluded
 
     def spent(self):
@@ -51,12 +53,17 @@ class TimeBudget:
         return min(1.0, self.seconds_left() / (self.cooldown * self.seconds))
 
     def save_due(self):
-        """True once for each averaging save whose time has come."""
+        """True once for each averaging save whose time has come, unless a checkpoint was saved
+        less than half a spacing ago (e.g. by an evaluation's save): that one stands for it."""
         due = False
         while self._saves and self.clock() >= self._saves[0]:
             self._saves.pop(0)
             due = True
-        return due
+        return due and self.clock() - self._last_save >= self._spacing / 2
+
+    def saved(self):
+        """Notes that a checkpoint was saved now."""
+        self._last_save = self.clock()
 
     def observe(self, step):
         """Notes that `step` was reached now (after each update)."""

@@ -63,6 +63,8 @@ def run_updates(update, save, learning_rate, *, step, train_steps, save_every=10
                 if (step % save_every == 0 or step == train_steps or stopping or out_of_time
                         or averaging_save):
                     saved = save()
+                    if budget:
+                        budget.saved()
                 if stopping:
                     raise Stopped(signals.signal_name, step, saved)
                 if out_of_time:
