@@ -294,7 +294,7 @@ class Runner:
                         self.problem.name, f"{trainer.model.count_params():,}",
                         distribution.describe(), trainer.step, config.train_steps)
             if budget:
-                logger.info(budget.describe(0 if config.save_every else config.average_last))
+                logger.info(budget.describe())
 
             def evaluate_before_the_end(step):
                 """Returns True to stop training early."""

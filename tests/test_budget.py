@@ -126,7 +126,7 @@ def test_the_progress_line_and_the_log_say_where_the_budget_ends(caplog):
     assert lines and all("(the time budget's end, at ~" in line for line in lines)
     first = lines[0]  # at step 100, 25 s into 120: the estimate is exact at a steady rate
     assert "ETA 1m35s" in first and f"at ~{len(updates) - 1:,} updates)" in first
-    assert budget.describe(4) == (
+    assert budget.describe() == (
         "time budget 2 min: the learning rate falls linearly to 0 over its last 0.4 min "
         "(hparam budget_cooldown=0.2); the 4 checkpoints --average_last averages are saved "
         "every 0.1 min over the last 0.4")

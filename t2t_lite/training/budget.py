@@ -32,12 +32,14 @@ class TimeBudget:
         self.start = clock()
         self.deadline = self.start + self.seconds
         self.cooldown = cooldown
-        stretch = (cooldown or AVERAGING_STRETCH) * self.seconds
+        self.averaged = averaged
+        self._stretch = (cooldown or AVERAGING_STRETCH) * self.seconds  # the averaging saves'
         # The N-1 saves before the one at the deadline (the loop saves there anyway).
-        self._saves = [self.deadline - stretch * k / averaged for k in range(averaged - 1, 0, -1)]
-        self._spacing = stretch / averaged if averaged else 0.0
+        self._saves = [self.deadline - self._stretch * k / averaged
+                       for k in range(averaged - 1, 0, -1)]
+        self._spacing = self._stretch / averaged if averaged else 0.0
         self._last_save = -math.inf
-        self._first = None  # (time, step) after the first update: its compilation excluded
+        self._first = self._last = None  # (time, step) after the first and the last update
 
     def spent(self):
         return self.clock() >= self.deadline
@@ -67,9 +69,8 @@ class TimeBudget:
 
     def observe(self, step):
         """Notes that `step` was reached now (after each update)."""
-        if self._first is None:
-            self._first = (self.clock(), step)
         self._last = (self.clock(), step)
+        self._first = self._first or self._last
 
     def final_step(self):
         """The step the run will reach by the deadline at its rate so far (evaluations and saves
@@ -80,7 +81,7 @@ class TimeBudget:
         per_update = (last - start) / (step - first)
         return step + math.floor(self.seconds_left() / per_update)
 
-    def describe(self, average_last=0):
+    def describe(self):
         """One line for the log: the budget, its cool-down and where the average's checkpoints
         go."""
         minutes = self.seconds / 60
@@ -89,8 +90,8 @@ class TimeBudget:
             text += (f": the learning rate falls linearly to 0 over its last "
                      f"{self.cooldown * minutes:.3g} min (hparam budget_cooldown="
                      f"{self.cooldown:g})")
-        if average_last > 1:
-            stretch = (self.cooldown or AVERAGING_STRETCH) * minutes
-            text += (f"; the {average_last} checkpoints --average_last averages are saved every "
-                     f"{stretch / average_last:.3g} min over the last {stretch:.3g}")
+        if self.averaged > 1:
+            stretch = self._stretch / 60
+            text += (f"; the {self.averaged} checkpoints --average_last averages are saved every "
+                     f"{stretch / self.averaged:.3g} min over the last {stretch:.3g}")
         return text

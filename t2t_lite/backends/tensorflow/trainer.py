@@ -139,7 +139,7 @@ class Trainer:
                 return self.strategy.experimental_local_results(sums)[0]
 
             self._train_step = step
-        one_worker = worker_index(self.strategy)[1] == 1
+        one_worker = self.distribution.workers == 1
         self._rate_factor.assign(rate_factor if one_worker else self._agreed_rate_factor)
         sums = self._train_step(iterators, tf.constant(
             [float(stop), float(out_of_time), float(rate_factor)]))
