@@ -26,7 +26,6 @@ Each backend runs in its own process; the JAX one never imports TensorFlow:
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 
@@ -64,12 +63,7 @@ def device_name():
 
 
 def cpu_name():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
-    except OSError:
-        names = []
-    return f"CPU ({names[0] if names else platform.processor()}, {os.cpu_count()} cores)"
+    return f"CPU ({record.cpu_model()}, {os.cpu_count()} cores)"
 
 
 def peak_flops(name, precision):

@@ -250,13 +250,11 @@ def main():
     parser.add_argument("--bleu_source", help="its test source sentences, one a line")
     parser.add_argument("--bleu_reference", help="their reference translations")
     record.add_record_flag(parser)  # the speed table: a row per shape and engine
-    parser.add_argument("--record_kv_cache", metavar="PATH",
-                        help="also write the cached, XLA and uncached t2t_lite decoders at beam "
-                        f"{BEAM} as a results record, e.g. "
-                        "benchmarks/results/decoding/kv_cache.json (needs the uncached decoder)")
-    parser.add_argument("--record_bleu", metavar="PATH",
-                        help="also write the --bleu_model_dir table as a results record, e.g. "
-                        "benchmarks/results/decoding/engines_bleu.json")
+    record.add_record_flag(parser, "--record_kv_cache", "the cached, XLA and uncached t2t_lite "
+                           f"decoders at beam {BEAM} (needs the uncached decoder)",
+                           "decoding/kv_cache.json")
+    record.add_record_flag(parser, "--record_bleu", "the --bleu_model_dir table",
+                           "decoding/engines_bleu.json")
     parser.add_argument("--worker", nargs=2, metavar=("FRAMEWORK", "SHAPE"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--label", default="", help=argparse.SUPPRESS)

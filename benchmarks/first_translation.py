@@ -123,12 +123,9 @@ def main():
     parser.add_argument("--checkouts", nargs="+", metavar="NAME=PATH",
                         help="time each checkout of t2t_lite (see checkouts.py)")
     record.add_record_flag(parser)  # the end-to-end table
-    parser.add_argument("--record_phases", metavar="PATH",
-                        help="also write the phases as a results record, e.g. "
-                        "benchmarks/results/startup/phases.json")
-    parser.add_argument("--record_traces", metavar="PATH",
-                        help="also write the searches' trace counts over the file as a results "
-                        "record, e.g. benchmarks/results/startup/search_traces.json")
+    record.add_record_flag(parser, "--record_phases", "the phases", "startup/phases.json")
+    record.add_record_flag(parser, "--record_traces", "the searches' trace counts over the file",
+                           "startup/search_traces.json")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--checkout", help=argparse.SUPPRESS)
     args = parser.parse_args()

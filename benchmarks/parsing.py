@@ -94,9 +94,8 @@ def main():
                         help="decode also without the training trees' nesting limits")
     parser.add_argument("--work_dir", default="/tmp/parsing_bench")
     record.add_record_flag(parser)  # the test table
-    parser.add_argument("--record_dev", metavar="PATH",
-                        help="also write the dev evaluations during training as a results "
-                        "record, e.g. benchmarks/results/parsing/pcfg_dev.json")
+    record.add_record_flag(parser, "--record_dev", "the dev evaluations during training",
+                           "parsing/pcfg_dev.json")
     parser.add_argument("--record_label", metavar="NAME",
                         help="wsj_like: this run's name in the records' `path` column (e.g. "
                         "old, new); given, its rows are added to those of the records already "

@@ -24,22 +24,27 @@ STARTED = datetime.datetime.now(datetime.timezone.utc)
 LOAD_BEFORE = os.getloadavg()[0]
 
 
-def add_record_flag(parser):
-    parser.add_argument("--record", metavar="PATH", help="also write the table as a results "
-                        "record, e.g. benchmarks/results/TOPIC/NAME.json (docs/results_pages.py)")
+def add_record_flag(parser, flag="--record", table="the table", example="TOPIC/NAME.json"):
+    """`flag` PATH: also write `table` as a results record (a script with several tables
+    gives each its own flag)."""
+    parser.add_argument(flag, metavar="PATH", help=f"also write {table} as a results record, "
+                        f"e.g. benchmarks/results/{example} (docs/results_pages.py)")
 
 
-def machine():
-    """The CPU's model name, its cores, the memory, and the GPU when the caller names one."""
-    model = platform.processor() or platform.machine()
+def cpu_model():
+    """The CPU's model name, as /proc/cpuinfo gives it (else what `platform` knows)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
-        model = names[0] if names else model
     except OSError:
-        pass
+        names = []
+    return names[0] if names else platform.processor() or platform.machine()
+
+
+def machine():
+    """The CPU's model name, its cores and the memory."""
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{model}, {os.cpu_count()} cores, {memory:.0f} GiB"
+    return f"{cpu_model()}, {os.cpu_count()} cores, {memory:.0f} GiB"
 
 
 def software():

@@ -306,12 +306,10 @@ def main():
     parser.add_argument("--precisions", nargs="+", choices=("float32", *HALF_PRECISIONS),
                         help="time only t2t_lite's graph training step, in these precisions")
     record.add_record_flag(parser)  # the training table (with --precisions, the precisions')
-    parser.add_argument("--record_matmuls", metavar="PATH",
-                        help="also write the matmul table as a results record, e.g. "
-                        "benchmarks/results/training/matmul_peaks.json")
-    parser.add_argument("--record_flops", metavar="PATH",
-                        help="also write the model FLOPs of each shape as a results record, e.g. "
-                        "benchmarks/results/training/model_flops.json")
+    record.add_record_flag(parser, "--record_matmuls", "the matmul table",
+                           "training/matmul_peaks.json")
+    record.add_record_flag(parser, "--record_flops", "the model FLOPs of each shape",
+                           "training/model_flops.json")
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "SHAPE"), help=argparse.SUPPRESS)
     parser.add_argument("--label", default="", help=argparse.SUPPRESS)
     parser.add_argument("--checkout", help=argparse.SUPPRESS)
