@@ -20,6 +20,7 @@ import json
 import re
 import sys
 
+from markdown.extensions.toc import slugify  # MkDocs's own anchors (markdown: mkdocs needs it)
 from reference_code import GENERATED_NOTE, ROOT
 
 RESULTS_DIR = ROOT / "benchmarks" / "results"
@@ -176,22 +177,24 @@ def repository_links(markdown):
     """A topic page's links, written for the site's results/ folder, made to work in
     benchmarks/RESULTS.md: a guide is ../docs/guides/..., another topic an anchor here."""
 
+    titles = {f"{topic}.md": (RESULTS_DIR / f"{topic}.md").read_text(
+        encoding="utf-8").split("\n", 1)[0].lstrip("# ") for topic in topics()}
+
     def relink(match):
         target = match.group(1)
         if target.startswith("../"):
             return f"](../docs/{target[3:]})"
-        topic, _, anchor = target.partition("#")
-        if topic.removesuffix(".md") in topics():
-            title = (RESULTS_DIR / topic).read_text(encoding="utf-8").split("\n", 1)[0]
-            return f"](#{anchor or slug(title.lstrip('# '))})"
+        page, _, anchor = target.partition("#")
+        if page in titles:
+            return f"](#{anchor or slug(titles[page])})"
         return match.group(0)
 
     return re.sub(r"\]\(([^)\s]+)\)", relink, markdown)
 
 
 def slug(title):
-    """The anchor MkDocs's toc (and GitHub) gives a heading."""
-    return re.sub(r"[\s]+", "-", re.sub(r"[^\w\s-]", "", title).strip().lower())
+    """The anchor MkDocs's toc (and GitHub, for these titles) gives a heading."""
+    return slugify(title, "-")
 
 
 def results_md():
@@ -207,11 +210,11 @@ def results_md():
 
 
 def record_numbers():
-    """{value as written: 'topic/name'} of every value with three or more significant digits in
-    every record's rows, as the tables show it and as plain digits (4,738 and 4738)."""
+    """{measured value: 'topic/name'} of every record's rows: each value as the table shows it,
+    read by significant_numbers (4,738 as 4738, 38.40 as 38.4)."""
     numbers = {}
     for path in sorted(RESULTS_DIR.glob("*/*.json")):
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = load_record(path)
         for row in record["rows"]:
             for value, column in zip(row, record["columns"]):
                 text = value if isinstance(value, str) else cell(value, column)

@@ -36,15 +36,30 @@ def pyproject_scripts():
 SCRIPTS = pyproject_scripts()
 
 
+def import_beside(folder, name):
+    """The module `name` of `folder` (docs/ or benchmarks/), imported as MkDocs imports the
+    hook and as its scripts run: with `folder` on sys.path while it loads, for the modules
+    beside it that it imports."""
+    sys.path.insert(0, str(folder))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(folder))
+
+
 @pytest.fixture(scope="module")
 def reference_pages():
-    """docs/reference_pages.py, imported as MkDocs imports the hook: with docs/ on sys.path
-    while it loads, for the modules beside it that it imports."""
-    sys.path.insert(0, str(DOCS))
-    try:
-        return importlib.import_module("reference_pages")
-    finally:
-        sys.path.remove(str(DOCS))
+    return import_beside(DOCS, "reference_pages")
+
+
+def built_file(page):
+    """Where MkDocs writes the page `page` (a path under docs/): a page as its folder's
+    index.html, any other file as it is."""
+    if not page.endswith(".md"):
+        return page
+    if page == "index.md" or page.endswith("/index.md"):
+        return page.removesuffix("index.md") + "index.html"
+    return page.removesuffix(".md") + "/index.html"
 
 
 def parser_of(script):
@@ -59,10 +74,7 @@ def test_the_site_builds_strictly(tmp_path, reference_pages):
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert result.returncode == 0, result.stderr
     for page in reference_pages.pages():  # generated in memory by the hook, built like the rest
-        built = page if not page.endswith(".md") else "index.html" if page == "index.md" else (
-            page.removesuffix("index.md") if page.endswith("/index.md") else
-            page.removesuffix(".md") + "/") + "index.html"
-        assert (site / built).is_file(), f"{page} was not built"
+        assert (site / built_file(page)).is_file(), f"{page} was not built"
 
 
 def test_every_console_script_has_a_reference_page(reference_pages):
@@ -174,11 +186,7 @@ def test_the_house_diagram_draws_every_part_in_its_layer_and_every_import_down_o
     drawn from a row to the same or a lower one."""
     import test_architecture as rules
 
-    sys.path.insert(0, str(DOCS))
-    try:
-        svg = importlib.import_module("house_diagram").house_svg()
-    finally:
-        sys.path.remove(str(DOCS))
+    svg = import_beside(DOCS, "house_diagram").house_svg()
     rows = {part: float(y) for part, y in re.findall(
         r'<g data-part="([^"]+)"><rect x="[^"]+" y="([^"]+)"', svg)}
     arrows = set(re.findall(r'<path data-from="([^"]+)" data-to="([^"]+)"', svg))
@@ -203,12 +211,7 @@ def test_the_house_diagram_draws_every_part_in_its_layer_and_every_import_down_o
 
 @pytest.fixture(scope="module")
 def results_pages():
-    """docs/results_pages.py, imported as the hook imports it (beside reference_code.py)."""
-    sys.path.insert(0, str(DOCS))
-    try:
-        return importlib.import_module("results_pages")
-    finally:
-        sys.path.remove(str(DOCS))
+    return import_beside(DOCS, "results_pages")
 
 
 def test_results_md_is_what_the_records_give(results_pages):
@@ -246,11 +249,7 @@ def test_a_record_a_script_writes_is_the_table_the_page_shows(tmp_path, results_
     """benchmarks/record.py (what `--record` writes) and docs/results_pages.py (what reads
     it) agree: the machine, date, load and command are filled in, floats keep their column's
     digits, ints get thousands separators, a run that extends a record adds its row."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        record = importlib.import_module("record")
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    record = import_beside(ROOT / "benchmarks", "record")
     path = tmp_path / "topic" / "speed.json"
     columns = ["engine", {"name": "sentences/s", "digits": 2}, "tokens/s"]
     record.write_record(path, "Speed", columns, [["ctranslate2", 56.1, 4738]], extend=True)
