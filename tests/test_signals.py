@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -125,6 +126,45 @@ def test_ctrl_c_while_the_decoder_reads_its_input(trained_reverse, tmp_path):
                     f"--decode_to_file={tmp_path / 'out.txt'}")
     assert_interrupted(*interrupt(process, fifo), "decoder")
     assert os.listdir(tmp_path) == ["source.txt"]
+
+
+def test_a_signal_taken_by_another_thread_still_ends_a_wait_for_input():
+    """Any thread that does not block a process-wide signal may take it (numpy's and TensorFlow's
+    pools do not); CPython then runs the handler in the main thread, but only once that runs
+    Python code again. Waiting on a pipe in slices is what lets Ctrl-C end a decoder waiting for
+    its input then (a real signal, sent to a helper thread here so that it lands there)."""
+    from t2t_lite.data.corpus import lines_as_they_come
+
+    class Interrupted(Exception):
+        pass
+
+    def handler(signum, frame):
+        raise Interrupted
+
+    read_end, write_end = os.pipe()
+    seen, missed = threading.Event(), []
+
+    def signal_from_another_thread():
+        time.sleep(0.5)  # the main thread waits for input by now
+        signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)  # taken by this thread
+        if not seen.wait(timeout=10):
+            missed.append(True)
+        os.close(write_end)  # a reader that missed it gets its end of file: the test ends
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    thread = threading.Thread(target=signal_from_another_thread)
+    try:
+        thread.start()
+        with open(read_end, "rb") as f, pytest.raises(Interrupted):
+            try:
+                next(lines_as_they_come(f, wake_every=0.05))
+            except Interrupted:
+                seen.set()
+                raise
+    finally:
+        thread.join()
+        signal.signal(signal.SIGUSR1, previous)
+    assert not missed, "the main thread read on for 10 s after the signal"
 
 
 def test_ctrl_c_ends_the_interactive_decoder(trained_reverse):

@@ -8,7 +8,10 @@ name the file and the line.
 import csv
 import io
 import itertools
+import os
 import random
+import select
+import stat
 
 from t2t_lite.utils.errors import UserError
 
@@ -18,10 +21,38 @@ def read_lines(path):
     every text file a user gives."""
     try:
         with open(path, "rb") as f:
-            for number, line in enumerate(f, 1):
+            for number, line in enumerate(lines_as_they_come(f), 1):
                 yield decode_line(line, number, path)
     except OSError as error:
         raise UserError(f"cannot read {path}: {error.strerror}") from None
+
+
+def lines_as_they_come(f, wake_every=0.5):
+    """The lines (bytes, with their ends) of the binary file `f`, each as soon as it is complete.
+    A pipe, FIFO or terminal is waited on in `wake_every`-second slices, never in one blocking
+    read(): CPython runs a signal's handler only between bytecodes, so a Ctrl-C that lands just
+    before the read(), or on another thread, would otherwise go unseen until input came."""
+    try:
+        descriptor = f.fileno()
+        regular = stat.S_ISREG(os.fstat(descriptor).st_mode)
+    except (AttributeError, OSError, io.UnsupportedOperation):  # BytesIO: never blocks
+        regular = True
+    if regular:
+        yield from f
+        return
+    poller = select.poll()
+    poller.register(descriptor, select.POLLIN)
+    pending = b""
+    while True:
+        if not poller.poll(wake_every * 1000):
+            continue  # back in Python for a moment: a signal's handler runs here
+        chunk = os.read(descriptor, 1 << 16)
+        if not chunk:
+            break
+        *complete, pending = (pending + chunk).split(b"\n")
+        yield from (line + b"\n" for line in complete)
+    if pending:
+        yield pending
 
 
 def decode_line(line, number, source):

@@ -10,7 +10,8 @@ import logging
 import sys
 import time
 
-from t2t_lite.data.corpus import decode_line, read_lines, read_parallel, read_tsv, tsv_text
+from t2t_lite.data.corpus import (decode_line, lines_as_they_come, read_lines, read_parallel,
+                                  read_tsv, tsv_text)
 from t2t_lite.decoding.inputs import encode_lines
 from t2t_lite.decoding.scoring import target_score
 from t2t_lite.utils.errors import UserError
@@ -185,11 +186,12 @@ def translate_stream(translator, problem, lines=None, output=None, attention_dir
     lines = lines or sys.stdin.buffer
     output = output or sys.stdout
     prompt = lines is sys.stdin.buffer and sys.stdin.isatty()
+    arriving = lines_as_they_come(lines)
     number = 0
     while True:
         if prompt:
             print("> ", end="", file=sys.stderr, flush=True)
-        raw = lines.readline()
+        raw = next(arriving, b"")
         if not raw:
             return
         number += 1
