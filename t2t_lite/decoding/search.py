@@ -27,15 +27,20 @@ methods on keras.ops tensors, whose state is a tuple of arrays with one row per 
   update(state, tokens) -> state.
 Tokens it does not allow get probability 0 at that step, so beam search ranks only allowed
 outputs; their scores stay the model's log-probabilities, not renormalized.
+
+A user may ask for target phrases in the outputs (a glossary's terms): constrained_beam_search,
+by dynamic beam allocation (t2t_lite.decoding.lexical), with or without a problem's constraint.
 """
 
 import dataclasses
+import functools
 from typing import Any, NamedTuple
 
 import keras
 from keras import ops
 
 from t2t_lite.config import EOS_ID, PAD_ID
+from t2t_lite.decoding import lexical
 from t2t_lite.decoding.sampling import sample_tokens
 
 _INVALID = -1e9  # log-probability of an impossible token or an empty beam slot
@@ -156,6 +161,8 @@ class _BeamState(NamedTuple):
     finished_scores: Any  # [batch, beam] their length-penalized scores
     cache: Any  # the decoder's, one row per alive hypothesis
     constraint_state: Any
+    lexical: Any  # the alive hypotheses' lexical.LexicalState, () without phrases
+    finished_met: Any  # [batch, beam, C] which phrases each finished one meets, () without
 
 
 def greedy_search(model, inputs, settings, constraint=None, blank=(), uniforms=None):
@@ -221,6 +228,30 @@ def beam_search(model, inputs, settings, constraint=None, blank=()):
     falls, and the length penalty is at most that of the limit), so early stopping never
     changes the result.
     """
+    ids, scores, _ = _beam_search(model, inputs, settings, constraint, blank)
+    return ids, scores
+
+
+def constrained_beam_search(model, inputs, phrases, settings, constraint=None, blank=()):
+    """beam_search whose outputs contain `phrases` int32 [B, C, L] (each example's target
+    phrases, PAD-padded; t2t_lite.decoding.lexical), by dynamic beam allocation: EOS only once
+    a hypothesis has met them all, so that only an output cut at its length limit may fail
+    them. -> (ids, scores, met bool [B, beam_size, C]), the outputs meeting all their phrases
+    ranked first, then by score. Beam size 1 works too (greedy, but for the constraints)."""
+    return _beam_search(model, inputs, settings, constraint, blank, phrases)
+
+
+def _candidates(log_probs, per_beam, blank, last_step):
+    """(tokens, log-probs) [rows, per_beam]: each row's best tokens other than EOS, PAD (and a
+    blank token at the last position), the others' log-probability made _INVALID."""
+    top_log_probs, top_tokens = _top_k(log_probs, per_beam)
+    special = (top_tokens == EOS_ID) | (top_tokens == PAD_ID)
+    if blank:
+        special = special | (_is_blank(top_tokens, blank) & last_step[:, None])
+    return top_tokens, ops.where(special, _INVALID, top_log_probs)
+
+
+def _beam_search(model, inputs, settings, constraint, blank, phrases=None):
     if settings.sampling is not None:
         raise ValueError("beam search does not sample: use greedy_search")
     beam_size, alpha, extra_length = settings.beam_size, settings.alpha, settings.extra_length
@@ -230,6 +261,8 @@ def beam_search(model, inputs, settings, constraint=None, blank=()):
     beam_limits = ops.repeat(limits, beam_size, axis=0)
     empty = ops.zeros((batch, beam_size, max_length), "int32")
     batch_offsets = ops.arange(batch, dtype="int32")[:, None] * beam_size
+    tiled = functools.partial(keras.tree.map_structure,
+                              lambda x: ops.repeat(x, beam_size, axis=0))
     start = _BeamState(
         step=0, previous=ops.full((batch * beam_size,), PAD_ID, "int32"), alive=empty,
         # One live beam per example at first, so the first step does not pick beam_size
@@ -238,13 +271,17 @@ def beam_search(model, inputs, settings, constraint=None, blank=()):
             ops.convert_to_tensor([[0.0] + [_INVALID] * (beam_size - 1)]), (batch, 1)),
         finished=empty, finished_scores=ops.full((batch, beam_size), _INVALID),
         # Every cache entry is batch-major: beams of example b are rows b * beam_size + k.
-        cache=keras.tree.map_structure(lambda x: ops.repeat(x, beam_size, axis=0), cache),
-        constraint_state=keras.tree.map_structure(
-            lambda x: ops.repeat(x, beam_size, axis=0),
-            constraint.start(inputs, max_length) if constraint else ()))
+        cache=tiled(cache),
+        constraint_state=tiled(constraint.start(inputs, max_length) if constraint else ()),
+        lexical=tiled(lexical.start(phrases)) if phrases is not None else (),
+        finished_met=(ops.ones((batch, beam_size, ops.shape(phrases)[1]), "bool")
+                      if phrases is not None else ()))
+    # The most constraint tokens an example has, for the banks of dynamic beam allocation.
+    most = (ops.max(ops.sum(lexical.lengths_of(phrases), axis=1)) if phrases is not None
+            else 0)
 
     def not_done(state):
-        best_possible = state.alive_log_probs[:, 0] / length_penalty(limits, alpha)
+        best_possible = ops.max(state.alive_log_probs, axis=1) / length_penalty(limits, alpha)
         example_done = (state.step >= limits) | (state.finished_scores[:, -1] > best_possible)
         return ops.logical_and(state.step < max_length,
                                ops.logical_not(ops.all(example_done)))
@@ -267,26 +304,33 @@ def beam_search(model, inputs, settings, constraint=None, blank=()):
         if blank:  # no EOS right after a blank token
             may_end = may_end & ops.logical_not(
                 ops.reshape(_is_blank(state.previous, blank), (batch, beam_size)))
+        if phrases is not None:  # nor before every phrase is met
+            may_end = may_end & ops.reshape(lexical.all_met(state.lexical), (batch, beam_size))
         eos_scores = ops.where(alive_valid & (eos_log_probs > _INVALID / 2) & may_end,
                                eos_log_probs / penalty, _INVALID)
 
         # The beam_size best continuations other than EOS, PAD (and a blank token at the last
         # position) of all beams together are among each beam's beam_size + 2 + len(blank)
-        # best tokens.
+        # best tokens; with phrases, also the tokens that advance one (dynamic beam allocation).
         per_beam = min(beam_size + 2 + len(blank), ops.shape(logits)[-1])
-        top_log_probs, top_tokens = _top_k(log_probs, per_beam)
-        special = (top_tokens == EOS_ID) | (top_tokens == PAD_ID)
-        if blank:
-            special = special | (_is_blank(top_tokens, blank)
-                                 & (step + 1 >= beam_limits)[:, None])
-        top_log_probs = ops.where(special, _INVALID, top_log_probs)
-        continuations = ops.reshape(ops.reshape(alive_log_probs, (-1, 1)) + top_log_probs,
-                                    (batch, beam_size * per_beam))
-        top_log_probs, top_indices = ops.top_k(continuations, beam_size)
-        chosen = ops.reshape(batch_offsets * per_beam + top_indices, (-1,))
-        tokens = ops.reshape(ops.take(ops.reshape(top_tokens, (-1,)), chosen, axis=0),
+        tokens, token_log_probs = _candidates(log_probs, per_beam, blank, step + 1 >= beam_limits)
+        if phrases is not None:
+            tokens, token_log_probs, lexical_states, banks = _advancing(
+                state.lexical, log_probs, tokens, token_log_probs, blank, step + 1 >= beam_limits)
+        width = ops.shape(tokens)[1]
+        continuations = ops.reshape(ops.reshape(alive_log_probs, (-1, 1)) + token_log_probs,
+                                    (batch, beam_size * width))
+        if phrases is None:
+            top_log_probs, top_indices = ops.top_k(continuations, beam_size)
+        else:
+            _, top_indices = ops.top_k(lexical.allocation_order(
+                continuations, ops.reshape(banks, (batch, -1)),
+                continuations > _INVALID / 2, most), beam_size)
+            top_log_probs = ops.take_along_axis(continuations, top_indices, axis=1)
+        chosen = ops.reshape(batch_offsets * width + top_indices, (-1,))
+        tokens = ops.reshape(ops.take(ops.reshape(tokens, (-1,)), chosen, axis=0),
                              (batch, beam_size))
-        rows = ops.reshape(batch_offsets + top_indices // per_beam, (-1,))
+        rows = ops.reshape(batch_offsets + top_indices // width, (-1,))
         alive = ops.reshape(ops.take(ops.reshape(alive, (batch * beam_size, -1)), rows, axis=0),
                             (batch, beam_size, max_length))
         alive = ops.slice_update(alive, (0, 0, step), tokens[:, :, None])
@@ -295,13 +339,27 @@ def beam_search(model, inputs, settings, constraint=None, blank=()):
             constraint_state = constraint.update(
                 keras.tree.map_structure(lambda x: ops.take(x, rows, axis=0), constraint_state),
                 ops.reshape(tokens, (-1,)))
+        lexical_state = state.lexical
+        if phrases is not None:
+            lexical_state = keras.tree.map_structure(
+                lambda x: ops.take(ops.reshape(x, (-1, *ops.shape(x)[2:])), chosen, axis=0),
+                lexical_states)
 
         # At its limit an example's alive hypotheses finish unterminated.
         truncated_scores = ops.where(last_step & (top_log_probs > _INVALID / 2),
                                      top_log_probs / penalty, _INVALID)
         candidate_scores = ops.concatenate([state.finished_scores, eos_scores, truncated_scores],
                                            1)
-        finished_scores, best = ops.top_k(candidate_scores, beam_size)
+        finished_met = ()
+        if phrases is None:
+            finished_scores, best = ops.top_k(candidate_scores, beam_size)
+        else:
+            met = ops.concatenate([state.finished_met] + [
+                ops.reshape(x.met, (batch, beam_size, -1)) for x in (state.lexical,
+                                                                      lexical_state)], axis=1)
+            finished_scores, best = lexical.met_first(
+                candidate_scores, ops.all(met, axis=-1), beam_size, _INVALID)
+            finished_met = ops.take_along_axis(met, best[:, :, None], axis=1)
         candidates = ops.reshape(ops.concatenate([state.finished, eos_ids, alive], axis=1),
                                  (batch * 3 * beam_size, max_length))
         finished = ops.reshape(
@@ -311,7 +369,25 @@ def beam_search(model, inputs, settings, constraint=None, blank=()):
             step=step + 1, previous=ops.reshape(tokens, (-1,)), alive=alive,
             alive_log_probs=ops.where(last_step, _INVALID, top_log_probs), finished=finished,
             finished_scores=finished_scores, cache=_reorder(state.cache, new_cache, rows),
-            constraint_state=constraint_state),)
+            constraint_state=constraint_state, lexical=lexical_state,
+            finished_met=finished_met),)
 
     (end,) = ops.while_loop(not_done, body, (start,))
-    return end.finished, end.finished_scores
+    return end.finished, end.finished_scores, end.finished_met if phrases is not None else None
+
+
+def _advancing(state, log_probs, tokens, token_log_probs, blank, last_step):
+    """The candidates (tokens, log-probs [rows, width]) with each row's tokens that advance a
+    phrase added, each candidate's lexical state ([rows, width, ...]) and bank (its progress)."""
+    extra = lexical.candidate_tokens(state)
+    keep = lexical.first_occurrences(extra, tokens)
+    if blank:
+        keep = keep & ops.logical_not(_is_blank(extra, blank) & last_step[:, None])
+    extra_log_probs = ops.where(keep, ops.take_along_axis(log_probs, extra, axis=1), _INVALID)
+    tokens = ops.concatenate([tokens, extra], axis=1)
+    width = ops.shape(tokens)[1]
+    states = lexical.advance(keras.tree.map_structure(
+        lambda x: ops.repeat(ops.expand_dims(x, 1), width, axis=1), state), tokens)
+    return (tokens, ops.concatenate([token_log_probs, extra_log_probs], axis=1), states,
+            lexical.progress(states))
+
