@@ -175,12 +175,13 @@ class Runner:
         return attention_weights(translator, [vocabulary.encode(s) for s in sources],
                                  [vocabulary.encode_target(t) for t in targets])
 
-    def evaluator(self, translator, split="dev", bleu_tokenize=None):
-        """An Evaluator of `translator` on all of `split`, as the decoder's --split scores it."""
+    def evaluator(self, translator, split="dev", bleu_tokenize=None, translate=None):
+        """An Evaluator of `translator` on all of `split`, as the decoder's --split scores it
+        (`translate`: instead of translator.translate_tokens, e.g. with a glossary)."""
         from t2t_lite.evaluation.evaluator import Evaluator
 
         return Evaluator(self.problem, translator, self.data_dir, split=split,
-                         decode_examples=None, bleu_tokenize=bleu_tokenize)
+                         decode_examples=None, bleu_tokenize=bleu_tokenize, translate=translate)
 
     def data_errors_named(self):
         """A context in which reading a damaged shard of the data_dir is a UserError naming it

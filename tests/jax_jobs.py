@@ -54,8 +54,29 @@ def gradients(config, arrays):
 
 def translate(config, arrays):
     """The n best of each source line (symbols) by the JAX translator, at each (beam_size,
-    alpha) of config["settings"]: texts as one JSON string, scores as arrays."""
-    return translations(load(config), config)
+    alpha) of config["settings"]: texts as one JSON string, scores as arrays; with
+    config["constrained"], also those of constrained_translations."""
+    model = load(config)
+    results = translations(model, config)
+    if "constrained" in config:
+        results.update(constrained_translations(model, config))
+    return results
+
+
+def constrained_translations(model, config):
+    """The n best outputs of each source line with its target phrases, by
+    config["constrained"]'s beam_size, alpha, extra_length, n and phrases: [text, unmet
+    phrases] pairs as one JSON string, scores as an array."""
+    wanted = config["constrained"]
+    vocabulary = SymbolVocabulary(config["vocab_size"] - 2)
+    hparams = model.hparams.replace(beam_size=wanted["beam_size"], alpha=wanted["alpha"],
+                                    extra_length=wanted["extra_length"])
+    translator = JaxTranslator(model, vocabulary, hparams, batch_size=config["batch_size"])
+    n_best = translator.translate_constrained(
+        [vocabulary.encode(s) for s in config["sources"]], wanted["phrases"], wanted["n"])
+    return {"constrained_texts": json.dumps([[[t.text, list(t.unmet)] for t in line]
+                                             for line in n_best]),
+            "constrained_scores": np.array([[t.score for t in line] for line in n_best])}
 
 
 def ensemble(config, arrays):

@@ -9,6 +9,7 @@ import pytest
 
 from t2t_lite import cli
 from t2t_lite.cli import exporter
+from t2t_lite.decoding.glossary import contains_term
 from t2t_lite.utils.errors import UserError
 
 INPUTS = ["1 2 3", "", "9 8 7 6 5 4 3 2", " ".join(["4"] * 100), "0", "5 5 1"]
@@ -120,15 +121,20 @@ for name, (seed, temperature, top_k, top_p) in json.loads(sys.argv[5]).items():
         inputs=strings(inputs), seed=tf.constant(seed, tf.int64),
         temperature=tf.constant(temperature), top_k=tf.constant(top_k),
         top_p=tf.constant(top_p)))
+inputs, constraints = json.loads(sys.argv[6])
+served["constrained"] = plain(model.signatures["translate_constrained"](
+    inputs=strings(inputs), constraints=tf.constant(constraints)))
 print(json.dumps(served))
 """
 
 
 def test_the_exported_model_scores_and_samples_as_in_process(trained_reverse, exported):
     """`score` gives --score's numbers (token by token), `score_ids` the same from ids, each bad
-    pair one error, and unpaired batches refused; `sample` at top_k 1 is greedy search, repeats with its seed, gives each
-    sample the model's length-penalized log-probability (--score's, normalized as the search
-    does), and refuses settings out of range item by item."""
+    pair one error, and unpaired batches refused; `sample` at top_k 1 is greedy search, repeats
+    with its seed, gives each sample the model's length-penalized log-probability (--score's,
+    normalized as the search does), and refuses settings out of range item by item;
+    `translate_constrained` gives the in-process outputs with target phrases, says which each
+    output meets, and keeps an item the vocabulary cannot encode to itself."""
     from t2t_lite.decoding.scoring import target_score
     from t2t_lite.decoding.inputs import padded
 
@@ -146,9 +152,12 @@ def test_the_exported_model_scores_and_samples_as_in_process(trained_reverse, ex
     inputs = ["1 2 3", "4 5 6 7 0", "", "9 8 7 6 5 4 3 2", "1 x"]
     samplings = {"greedy": (3, 1.0, 1, 1.0), "a": (7, 2.0, 0, 0.9), "a_again": (7, 2.0, 0, 0.9),
                  "b": (8, 2.0, 0, 0.9), "wrong": (7, 0.0, 0, 1.0)}
+    constrained = (["1 2 3", "", "4 5 6", "9 8 7 6 5 4 3 2", "1 x"],
+                   [["7", ""], ["3", ""], ["0 0", "4"], ["", ""], ["2", ""]])
     result = subprocess.run(
         [sys.executable, "-c", SCORE_AND_SAMPLE, exported, json.dumps(pairs), json.dumps(ids),
-         json.dumps(inputs), json.dumps(samplings)], capture_output=True, text=True, timeout=300)
+         json.dumps(inputs), json.dumps(samplings), json.dumps(constrained)],
+        capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     served = json.loads(result.stdout.splitlines()[-1])
 
@@ -186,6 +195,21 @@ def test_the_exported_model_scores_and_samples_as_in_process(trained_reverse, ex
     assert served["wrong"]["errors"] == ["expected temperature >= 1.18e-38, top_k >= 0 and "
                                          "top_p in (0, 1]"] * len(inputs)
     assert served["wrong"]["outputs"] == [""] * len(inputs)
+
+    sources, phrases = constrained
+    expected = [best[0] for best in translator.translate_constrained(
+        [vocabulary.encode(s) for s in sources[:4]],
+        [[p for p in row if p] for row in phrases[:4]])]
+    got = served["constrained"]
+    assert got["outputs"][:4] == [t.text for t in expected]
+    np.testing.assert_allclose(got["scores"][:4], [t.score for t in expected], atol=1e-5)
+    assert got["met"][:4] == [[not phrase or phrase not in t.unmet for phrase in row]
+                              for row, t in zip(phrases, expected)]
+    assert got["met"][1] == [False, True]  # the empty input meets no phrase
+    for row in (0, 2):  # room enough: met, and there
+        assert got["met"][row] == [True, True]
+        assert all(contains_term(got["outputs"][row], p) for p in phrases[row] if p)
+    assert got["errors"] == ["", "", "", "", "expected integers 0..9 separated by spaces"]
 
 
 @pytest.mark.slow  # datagen, export and a second process: ~15 s

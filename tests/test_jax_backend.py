@@ -87,14 +87,18 @@ def test_jax_search_equals_tensorflow_and_the_exhaustive_search(tmp_path):
     """On a model that likes to stop (so lengths vary), batches of 2 lines of several lengths
     and an empty line: greedy search and beam search (beam 4) give TensorFlow's outputs, and a
     27-wide beam's 5-best lists are those of TensorFlow and the exact 5 best of all possible
-    outputs (3 symbols, limits of at most 4 tokens), best first with their scores."""
+    outputs (3 symbols, limits of at most 4 tokens), best first with their scores; with target
+    phrases (and room for most), beam search's 2-best lists are TensorFlow's, with the phrases
+    each output misses."""
     model = eos_prone_model(vocab_size=5, seed=3, bias=1.5)
     vocabulary = SymbolVocabulary(3)
     sources = ["0 1", "", "2", "1 1", "0", "2 2"]
     settings = [(1, 0.6, 1), (4, 0.6, 1), (27, 0.0, 5), (27, 1.0, 5)]
+    phrases = [["2 2", "1"], ["0"], ["0 1 0"], [], ["1", "2", "0 0"], ["2"]]
+    constrained = {"beam_size": 3, "alpha": 0.6, "extra_length": 3, "n": 2, "phrases": phrases}
     on = on_jax("translate", tmp_path, model,
                 {"sources": sources, "settings": settings, "batch_size": 2,
-                 "decoding": {"extra_length": 1}})
+                 "decoding": {"extra_length": 1}, "constrained": constrained})
     texts = json.loads(str(on["texts"]))
     tokens = [vocabulary.encode(s) for s in sources]
     for beam_size, alpha, n in settings:
@@ -113,6 +117,15 @@ def test_jax_search_equals_tensorflow_and_the_exhaustive_search(tmp_path):
                                              min_length=1)
                     assert line == [vocabulary.decode(sequence) for sequence, _ in best]
     assert len({tuple(line) for line in texts["27_1.0_5"]}) > 2  # the lists differ by line
+    hparams = model.hparams.replace(beam_size=3, alpha=0.6, extra_length=3)
+    expected = TensorFlowTranslator(model, vocabulary, hparams, batch_size=2
+                                    ).translate_constrained(tokens, phrases, 2)
+    assert json.loads(str(on["constrained_texts"])) == [[[t.text, list(t.unmet)] for t in line]
+                                                         for line in expected]
+    np.testing.assert_allclose(on["constrained_scores"], [[t.score for t in line]
+                                                          for line in expected], atol=1e-5)
+    best = [line[0] for line in expected]
+    assert sum(not t.unmet for t in best) >= 4 and best[1].unmet == ("0",)  # "" misses it
 
 
 def test_jax_ensembles_equal_tensorflow_ensembles(tmp_path):

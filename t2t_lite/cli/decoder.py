@@ -74,6 +74,14 @@ def build_parser():
                         "0: greedy, above 1: more varied)")
     parser.add_argument("--random_seed", type=int, help="with sampling: the seed that makes the "
                         "samples repeatable (default: a new one, logged)")
+    parser.add_argument("--glossary", metavar="FILE",
+                        help="a TSV file of 'source term<TAB>target term' lines: each source "
+                        "term found in an input (whole tokens, case-insensitive, longest first) "
+                        "puts its target term into the translation (lexically constrained beam "
+                        "search); reports term accuracy")
+    parser.add_argument("--constraints", action="store_true",
+                        help="each input line is 'source<TAB>phrase<TAB>...': its translation "
+                        "must contain every phrase (as fairseq's --constraints)")
     flags.add_quantization_flag(parser, "engine", "ctranslate2")
     return parser
 
@@ -110,6 +118,7 @@ def parse_args(argv):
     if args.split and (args.decode_from_file or args.decode_reference):
         parser.error("--split reads the split's sources and references from the data_dir: "
                      "drop --decode_from_file and --decode_reference")
+    _check_target_terms(parser, args)
     if args.n_best is not None and args.n_best < 1:
         parser.error(f"--n_best must be positive, got {args.n_best}")
     if args.n_best and not args.decode_from_file:
@@ -154,6 +163,25 @@ def _check_sampling_ensembles_and_alignments(parser, args):
         parser.error(refusal(args.engine, "n_best", "--n_best", unless=", unless sampling"))
 
 
+def _check_target_terms(parser, args):
+    """parser.error for --glossary and --constraints where they cannot work."""
+    from t2t_lite.export.engines import make_engine, refusal
+
+    wanted = [f"--{name}" for name in ("glossary", "constraints") if getattr(args, name)]
+    if not wanted:
+        return
+    if not make_engine(args.engine).capabilities.has("lexical_constraints"):
+        parser.error(refusal(args.engine, "lexical_constraints", wanted[0]))
+    sampling = [f"--{name}" for name in SAMPLING_FLAGS if getattr(args, name) is not None]
+    if sampling:
+        parser.error(f"{wanted[0]} needs beam search: drop {', '.join(sampling)}")
+    if args.score:
+        parser.error(f"--score scores given targets: drop {', '.join(wanted)}")
+    if args.constraints and args.split:
+        parser.error("--constraints reads each line's phrases from --decode_from_file or stdin: "
+                     "drop it or --split (whose sources have none; --glossary works there)")
+
+
 SAMPLING_FLAGS = ("sampling_topk", "sampling_topp", "sampling_temperature")
 
 
@@ -194,6 +222,7 @@ def main(argv):
         translate_stream,
     )
     from t2t_lite import backends
+    from t2t_lite.decoding.terms import TargetTerms
     from t2t_lite.utils.files import check_writable_file
 
     args = parse_args(argv)
@@ -213,6 +242,7 @@ def main(argv):
         from t2t_lite.decoding.attention_plot import require_matplotlib
 
         require_matplotlib()
+    terms = TargetTerms.from_flags(args.glossary, args.constraints)  # the same
     sampling = sampling_from_flags(args)  # before loading the model: a bad value shows at once
     model = None
     checkpoints = args.checkpoint_path or [None] * len(runners)
@@ -234,11 +264,15 @@ def main(argv):
     if args.split:
         from t2t_lite.evaluation.evaluator import score_split
 
+        translate = (functools.partial(terms.translate_texts, translator) if terms else None)
         with runner.data_errors_named():
+            evaluator = runner.evaluator(translator, args.split, args.bleu_tokenize, translate)
             metrics, summary = score_split(
-                runner.evaluator(translator, args.split, args.bleu_tokenize), args.decode_to_file,
+                evaluator, args.decode_to_file,
                 functools.partial(align_texts, translator, layer=args.alignment_layer)
                 if args.with_alignments else None)
+        if terms:
+            summary = _with_term_accuracy(terms, evaluator.decoded, metrics, summary)
         print(summary)
         return metrics
     if args.decode_from_file:
@@ -247,13 +281,25 @@ def main(argv):
             output_path=args.decode_to_file, n_best=args.n_best, references=references,
             attention_dir=args.attention_dir, bleu_tokenize=args.bleu_tokenize,
             bleu_lowercase=args.bleu_lowercase, with_alignments=args.with_alignments,
-            alignment_layer=args.alignment_layer)
+            alignment_layer=args.alignment_layer, terms=terms)
         if report is not None:
             print(report)
         return report
     translate_stream(translator, runner.problem, attention_dir=args.attention_dir,
-                     with_alignments=args.with_alignments, alignment_layer=args.alignment_layer)
+                     with_alignments=args.with_alignments, alignment_layer=args.alignment_layer,
+                     terms=terms)
     return None
+
+
+def _with_term_accuracy(terms, decoded, metrics, summary):
+    """--split's summary (and metrics, as term_accuracy, a percentage) with the glossary's term
+    accuracy of the decoded split."""
+    from t2t_lite.decoding.terms import accuracy_text
+
+    hits, matched = terms.accuracy(decoded.sources, decoded.hypotheses)
+    if matched:
+        metrics["term_accuracy"] = 100.0 * hits / matched
+    return f"{summary}; {accuracy_text(hits, matched)}"
 
 
 def _ensemble_member(runner, checkpoint_path):

@@ -38,6 +38,7 @@ NO_N_BEST = "CTranslate2's beam stops at the first hypotheses to end"
 NO_ATTENTION = "CTranslate2 does not return attention weights"
 NO_ENSEMBLES = "CTranslate2 has no ensembles"
 NO_CONSTRAINTS = "CTranslate2 cannot run a constrained search (e.g. to well-formed trees)"
+NO_LEXICAL_CONSTRAINTS = "CTranslate2 has no lexically constrained search (its issue #1893)"
 N_BEST_NEEDS_SEARCH = f"--n_best needs the tensorflow or jax engine, unless sampling: {NO_N_BEST}"
 
 

@@ -14,6 +14,7 @@ from t2t_lite.data.corpus import (decode_line, lines_as_they_come, read_lines, r
                                   read_tsv, tsv_text)
 from t2t_lite.decoding.inputs import encode_lines
 from t2t_lite.decoding.scoring import target_score
+from t2t_lite.decoding.terms import accuracy_text, log_misses
 from t2t_lite.utils.errors import UserError
 from t2t_lite.utils.files import write_text_atomically
 from t2t_lite.utils.progress import Progress
@@ -37,17 +38,25 @@ def read_sources_and_references(problem, sources_path, references_path=None):
 
 def decode_file(translator, problem, sources, source_name, *, output_path=None, n_best=None,
                 references=None, attention_dir=None, bleu_tokenize=None, bleu_lowercase=False,
-                with_alignments=False, alignment_layer=None):
+                with_alignments=False, alignment_layer=None, terms=None):
     """Translates `sources` (the lines of source_name) and writes the postprocessed translations,
     or with n_best the n best of each as `hypothesis<TAB>score` lines, to output_path (default:
     stdout), each followed by <TAB> and its Pharaoh alignment with_alignments; with
-    attention_dir, each line's attention. Returns the problem's one-line score against
-    `references` (e.g. sacreBLEU's), or None without references."""
+    attention_dir, each line's attention; with `terms` (decoding.terms.TargetTerms), outputs
+    that contain each line's target phrases (its source is then the line's first field).
+    Returns the problem's one-line score against `references` (e.g. sacreBLEU's), with the
+    glossary's term accuracy, or None without references."""
+    phrases = None
+    if terms:
+        sources, phrases = terms.split_lines(sources)
     token_lists = encode_lines(translator.vocabulary, sources, source_name,
                                translator.max_input_tokens)
     start = time.perf_counter()
     with Progress("translated", "lines", total=len(token_lists)) as progress:
-        if n_best:
+        if phrases is not None:
+            candidates = translator.translate_constrained(token_lists, phrases, n_best or 1,
+                                                          progress)
+        elif n_best:
             candidates = translator.translate_n_best(token_lists, n_best, progress)
         else:
             candidates = [[t] for t in translator.translate_tokens(token_lists, progress)]
@@ -73,11 +82,20 @@ def decode_file(translator, problem, sources, source_name, *, output_path=None, 
         # The model's own output, not the postprocessed text (for parsing: a tree in brackets).
         write_attention(translator, token_lists, [t[0].text for t in candidates], attention_dir)
         logger.info("wrote the attention of %d lines to %s", len(sources), attention_dir)
+    accuracy = None
+    if phrases is not None:
+        met = log_misses([t[0] for t in candidates], source_name)
+        logger.info("%d of %d outputs contain all the target phrases of their line", met,
+                    len(candidates))
+        if terms.glossary:
+            accuracy = accuracy_text(*terms.accuracy(sources, hypotheses))
+            logger.info("%s", accuracy)
     if references is None:
         return None
-    return problem.reference_report(hypotheses, references,
-                                    repaired=sum(texts[0].repaired for texts in outputs),
-                                    bleu_tokenize=bleu_tokenize, lowercase=bleu_lowercase)
+    report = problem.reference_report(hypotheses, references,
+                                      repaired=sum(texts[0].repaired for texts in outputs),
+                                      bleu_tokenize=bleu_tokenize, lowercase=bleu_lowercase)
+    return report if accuracy is None else f"{report}\n{accuracy}"
 
 
 def alignments_of(translator, token_lists, candidates, layer=None):
@@ -177,12 +195,13 @@ def write_attention(translator, token_lists, outputs, directory, numbers=None):
 
 
 def translate_stream(translator, problem, lines=None, output=None, attention_dir=None,
-                     with_alignments=False, alignment_layer=None):
+                     with_alignments=False, alignment_layer=None, terms=None):
     """Translates each line of `lines` (bytes; default stdin) as soon as it comes, writing one
     line to `output` (default stdout) for each (with_alignments: and <TAB> its alignment): a
     line that cannot be translated gives an empty one and a warning on stderr naming it. With
     attention_dir, input line N's attention goes to N.png and N.npz there once its output line
-    is written (none for a line that cannot be translated), as for a file."""
+    is written (none for a line that cannot be translated), as for a file; with `terms`, as
+    decode_file's, an output that misses some is warned about."""
     lines = lines or sys.stdin.buffer
     output = output or sys.stdout
     prompt = lines is sys.stdin.buffer and sys.stdin.isatty()
@@ -196,7 +215,8 @@ def translate_stream(translator, problem, lines=None, output=None, attention_dir
             return
         number += 1
         try:
-            line = decode_line(raw, number, "stdin")
+            line, phrases = terms.split(decode_line(raw, number, "stdin")) if terms else (
+                decode_line(raw, number, "stdin"), None)
             tokens = encode_lines(translator.vocabulary, [line], "stdin",
                                   translator.max_input_tokens, number)[0]
         except UserError as error:
@@ -204,7 +224,11 @@ def translate_stream(translator, problem, lines=None, output=None, attention_dir
                            ", and it has no attention files" if attention_dir else "")
             print("\t" if with_alignments else "", file=output, flush=True)
             continue
-        translation = translator.translate_tokens([tokens], line_numbers=[number])[0]
+        if phrases is None:
+            translation = translator.translate_tokens([tokens], line_numbers=[number])[0]
+        else:
+            translation = translator.translate_constrained([tokens], [phrases])[0][0]
+            log_misses([translation], "stdin", [number])
         text = problem.postprocess(line, translation.text).text
         if with_alignments:
             text += "\t" + alignments_of(translator, [tokens], [[translation]],

@@ -21,7 +21,6 @@ a limit of at least that, some output meets its phrases.
 
 from typing import Any, NamedTuple
 
-import numpy as np
 from keras import ops
 
 from t2t_lite.config import EOS_ID, PAD_ID
@@ -64,21 +63,22 @@ def progress(state):
 def advance(state, tokens):
     """The state after appending `tokens` [...] to the hypotheses of `state` (whose arrays have
     the same leading axes, phrases broadcastable)."""
-    longest = ops.shape(state.window)[-1]
+    longest = ops.shape(state.window)[-1]  # static or not: the exported model's is not
     window = ops.concatenate([state.window[..., 1:], ops.expand_dims(tokens, -1)], axis=-1)
     # suffixes[..., k - 1, i]: token i of the window's last k tokens (i < k; others unused).
-    sizes, positions = np.meshgrid(np.arange(1, longest + 1, dtype="int32"),
-                                   np.arange(longest, dtype="int32"), indexing="ij")
-    used = positions < sizes
-    gather = np.where(used, longest - sizes + positions, 0).reshape(-1)
+    sizes = ops.arange(1, longest + 1, dtype="int32")
+    positions = ops.arange(longest, dtype="int32")
+    used = positions[None, :] < sizes[:, None]
+    gather = ops.reshape(ops.where(used, longest - sizes[:, None] + positions[None, :], 0),
+                         (-1,))
     suffixes = ops.reshape(ops.take(window, gather, axis=-1),
                            (*ops.shape(window)[:-1], longest, longest))
     # ends_with[..., c, k - 1]: the window ends with the first k ids of phrase c.
     equal = ops.expand_dims(suffixes, -3) == ops.expand_dims(state.phrases, -2)
     lengths = lengths_of(state.phrases)
-    ends_with = ops.logical_and(ops.all(ops.logical_or(equal, np.logical_not(used)), axis=-1),
-                                sizes[:, 0] <= ops.expand_dims(lengths, -1))
-    partial = ops.max(ops.where(ends_with, sizes[:, 0], 0), axis=-1)
+    ends_with = ops.logical_and(ops.all(ops.logical_or(equal, ops.logical_not(used)), axis=-1),
+                                sizes <= ops.expand_dims(lengths, -1))
+    partial = ops.max(ops.where(ends_with, sizes, 0), axis=-1)
     met = ops.logical_or(state.met, ops.logical_and(partial == lengths, lengths > 0))
     return LexicalState(state.phrases, window, met, ops.where(met, 0, partial))
 
@@ -96,12 +96,17 @@ def candidate_tokens(state):
                             ops.where(open_phrase, first_ids, PAD_ID)], axis=-1)
 
 
+def _earlier(count):
+    """bool [count, count]: [j, i] is whether i comes before j."""
+    order = ops.arange(count, dtype="int32")
+    return order[None, :] < order[:, None]
+
+
 def first_occurrences(tokens, seen):
     """bool [rows, E]: which of `tokens` [rows, E] are not PAD or EOS, not among `seen`
     [rows, K] and not an earlier entry of their row, so that no hypothesis is a candidate
     twice."""
-    count = ops.shape(tokens)[-1]
-    earlier = np.tril(np.ones((count, count), bool), k=-1)  # [j, i]: i comes before j
+    earlier = _earlier(ops.shape(tokens)[-1])
     repeated = ops.any(ops.logical_and(
         ops.expand_dims(tokens, -1) == ops.expand_dims(tokens, -2), earlier), axis=-1)
     in_seen = ops.any(ops.expand_dims(tokens, -1) == ops.expand_dims(seen, -2), axis=-1)
@@ -114,8 +119,7 @@ def allocation_order(scores, banks, valid, most):
     each example, their `scores`, `banks` (progress, below `most`) and `valid` [batch, M]: by
     turns, each turn every bank's best remaining candidate, higher banks first."""
     same_bank = ops.expand_dims(banks, -1) == ops.expand_dims(banks, -2)  # [b, i, j]
-    count = ops.shape(scores)[-1]
-    earlier = np.tril(np.ones((count, count), bool), k=-1)
+    earlier = _earlier(ops.shape(scores)[-1])
     others, own = ops.expand_dims(scores, -2), ops.expand_dims(scores, -1)
     ahead = ops.logical_or(others > own, ops.logical_and(others == own, earlier))
     counted = ops.logical_and(ops.logical_and(same_bank, ahead), ops.expand_dims(valid, -2))

@@ -1,5 +1,6 @@
-"""What a translator of every engine returns for an input: its text and its score (the
-length-penalized log-probability; see t2t_lite.decoding.search). Kept apart from the engines so
+"""What a translator of every engine returns for an input: its text, its score (the
+length-penalized log-probability; see t2t_lite.decoding.search) and, when the search was asked
+for target phrases (a glossary's terms), those the output misses. Kept apart from the engines so
 that using one (CTranslate2) imports nothing of another (TensorFlow)."""
 
 import collections
@@ -9,26 +10,41 @@ import numpy as np
 from t2t_lite.decoding.inputs import length_batches, padded
 
 Translation = collections.namedtuple("Translation", "text score")
+# What translate_constrained returns: also the target phrases the output misses.
+ConstrainedTranslation = collections.namedtuple("ConstrainedTranslation", "text score unmet")
 
 
 def n_best_translations(token_lists, n, search_batch, vocabulary, batch_size, max_input_tokens,
-                        progress=None):
+                        progress=None, phrases=None):
     """[[Translation] * n] of token_lists (cut to max_input_tokens) by search_batch(indices,
     EOS-terminated inputs of token_lists[indices]) -> (ids [>= batch, n, length], scores
     [>= batch, n]) of either engine's arrays, each input's n sorted best first; an empty input
-    has n empty outputs of score 0. Batches of batch_size tokens, by length."""
-    results = [[Translation("", 0.0)] * n for _ in token_lists]
+    has n empty outputs of score 0. Batches of batch_size tokens, by length.
+
+    With `phrases` (each input's target phrases, [[str]]), search_batch also returns which each
+    output meets (bool [>= batch, n, C]): the outputs meeting all come first, and each is a
+    ConstrainedTranslation whose `unmet` names those it misses (an empty input's: all)."""
+    results = [[ConstrainedTranslation("", 0.0, tuple(phrases[i])) if phrases else
+                Translation("", 0.0)] * n for i in range(len(token_lists))]
     indices = [i for i, tokens in enumerate(token_lists) if tokens]
     nonempty = [token_lists[i][:max_input_tokens] for i in indices]
     if progress:
         progress.update(len(token_lists) - len(nonempty))
     for chunk in length_batches(nonempty, batch_size):
-        outputs, scores = search_batch([indices[i] for i in chunk],
-                                       padded([nonempty[i] for i in chunk], eos=True))
-        for i, beams, beam_scores in zip(chunk, np.asarray(outputs), np.asarray(scores)):
-            order = np.argsort(-beam_scores, kind="stable")
+        found = search_batch([indices[i] for i in chunk],
+                             padded([nonempty[i] for i in chunk], eos=True))
+        outputs, scores = np.asarray(found[0]), np.asarray(found[1])
+        met = np.asarray(found[2]) if phrases else np.ones(scores.shape + (0,), bool)
+        for row, i in enumerate(chunk):
+            wanted = phrases[indices[i]] if phrases else ()
+            meets = met[row][:, : len(wanted)]
+            order = np.lexsort((-scores[row], ~meets.all(axis=1)))
             results[indices[i]] = [
-                Translation(vocabulary.decode(beams[k]), float(beam_scores[k]))
+                ConstrainedTranslation(vocabulary.decode(outputs[row, k]),
+                                       float(scores[row, k]),
+                                       tuple(p for p, ok in zip(wanted, meets[k]) if not ok))
+                if phrases else Translation(vocabulary.decode(outputs[row, k]),
+                                            float(scores[row, k]))
                 for k in order[:n]]
         if progress:
             progress.update(len(chunk))

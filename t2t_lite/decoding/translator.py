@@ -11,6 +11,8 @@ with at least the batch's rows (an engine may pad a batch to a shape it compiled
   _run_beam(inputs) -> (ids [rows, beam, length], scores [rows, beam])   beam_search
   _run_sample(inputs, uniforms) -> (ids [rows, length], scores [rows])   a drawn sample of each
   _run_score(inputs, targets) -> float32 [rows, length]   token_log_probs
+  _run_constrained(inputs, phrases) -> (ids [rows, beam, length], scores [rows, beam], met
+      [rows, beam, C])   constrained_beam_search, phrases int32 [rows, C, L]
 """
 
 import functools
@@ -19,7 +21,7 @@ import numpy as np
 
 from t2t_lite.decoding.alignment import pharaoh, resolve_layer
 from t2t_lite.decoding.attention import attention_weights
-from t2t_lite.decoding.inputs import length_batches, max_input_tokens, padded
+from t2t_lite.decoding.inputs import length_batches, max_input_tokens, padded, phrase_array
 from t2t_lite.decoding.search import SearchSettings
 from t2t_lite.decoding.translation import n_best_translations
 from t2t_lite.decoding.visible_ending import blank_ids
@@ -91,11 +93,31 @@ class Translator:
         if n == 1:
             return [[translation]
                     for translation in self.translate_tokens(token_lists, progress)]
+        self._check_n_best(n)
+        return self._search_nonempty(token_lists, n, progress,
+                                     lambda indices, inputs: self._run_beam(inputs))
+
+    def translate_constrained(self, token_lists, phrases, n=1, progress=None):
+        """[[id]] without EOS and each input's target phrases ([str]: a glossary's terms, the
+        user's constraints) -> [[Translation] * n]: beam search's n best outputs that contain
+        them (t2t_lite.decoding.search.constrained_beam_search), those meeting all first, each
+        a ConstrainedTranslation naming in `unmet` those it misses (only an output cut at its
+        length limit may)."""
+        if self.sampling:
+            raise UserError("target phrases (--glossary, --constraints) need beam search: drop "
+                            "the sampling flags")
+        self._check_n_best(n)
+        phrase_ids = [[self.vocabulary.encode_target(phrase) for phrase in line]
+                      for line in phrases]
+        return n_best_translations(
+            token_lists, n, lambda indices, inputs: self._run_constrained(
+                inputs, phrase_array([phrase_ids[i] for i in indices])),
+            self.vocabulary, self.batch_size, self.max_input_tokens, progress, phrases)
+
+    def _check_n_best(self, n):
         if n > self.settings.beam_size:
             raise UserError(f"--n_best={n} needs --beam_size={n} or more: the beam holds the "
                             "hypotheses")
-        return self._search_nonempty(token_lists, n, progress,
-                                     lambda indices, inputs: self._run_beam(inputs))
 
     def _draw(self, n, line_numbers, indices, inputs):
         """(ids [batch, n, length], scores [batch, n]): n samples of each row of `inputs`, the
@@ -144,3 +166,6 @@ class Translator:
 
     def _run_score(self, inputs, targets):
         raise NotImplementedError(f"{type(self).__name__} scores no targets")
+
+    def _run_constrained(self, inputs, phrases):
+        raise NotImplementedError(f"{type(self).__name__} runs no constrained search")

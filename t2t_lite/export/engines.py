@@ -17,6 +17,7 @@ from t2t_lite.decoding.ctranslate2_translator import (
     NO_ATTENTION,
     NO_CONSTRAINTS,
     NO_ENSEMBLES,
+    NO_LEXICAL_CONSTRAINTS,
     NO_N_BEST,
     QUANTIZATIONS,
     CTranslate2Translator,
@@ -84,8 +85,9 @@ class TrainedModel:
 
 # What an engine may be able to do: the beam's n best hypotheses (--n_best without sampling),
 # attention weights (--attention_dir), ensembles (several --model_dir), sampling, a problem's
-# constrained search (parsing's trees).
-CAPABILITIES = ("n_best", "attention", "ensembles", "sampling", "constrained_search")
+# constrained search (parsing's trees), target phrases in the outputs (--glossary).
+CAPABILITIES = ("n_best", "attention", "ensembles", "sampling", "constrained_search",
+                "lexical_constraints")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,7 +166,8 @@ class CTranslate2Engine:
     capabilities = Capabilities(
         quantizations=QUANTIZATIONS,
         missing=(("n_best", NO_N_BEST), ("attention", NO_ATTENTION),
-                 ("ensembles", NO_ENSEMBLES), ("constrained_search", NO_CONSTRAINTS)))
+                 ("ensembles", NO_ENSEMBLES), ("constrained_search", NO_CONSTRAINTS),
+                 ("lexical_constraints", NO_LEXICAL_CONSTRAINTS)))
 
     def translator(self, trained, hparams, batch_size=32, quantization="float32",
                    sampling=None):

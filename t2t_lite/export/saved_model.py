@@ -6,7 +6,7 @@ Signatures:
                                                  errors: tf.string [batch]}
   translate_ids(inputs: int32 [batch, length]) -> {outputs: int32 [batch, length'], scores,
                                                    errors: tf.string [batch]}
-  score, score_ids, sample: see t2t_lite.export.signatures.
+  score, score_ids, sample, translate_constrained: see t2t_lite.export.signatures.
 An input that cannot be encoded (invalid UTF-8, or not symbols; for translate_ids an id outside
 the vocabulary, EOS, or padding before the end) gets the empty output, score 0 and its reason
 in `errors` ("" for the others), so one bad item does not fail a batch.
@@ -21,7 +21,8 @@ import tensorflow as tf
 from t2t_lite.export.signatures import signatures
 from t2t_lite.export.versions import new_version
 
-SIGNATURES = ("serving_default", "translate_ids", "score", "score_ids", "sample")
+SIGNATURES = ("serving_default", "translate_ids", "score", "score_ids", "sample",
+              "translate_constrained")
 
 
 def export(translator, export_dir):

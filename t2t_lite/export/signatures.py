@@ -10,6 +10,10 @@ translator's own methods, which in-process decoding runs too).
          top_p: float32) -> {outputs: tf.string [batch], scores: float32 [batch],
                              errors: tf.string [batch]}
 
+  translate_constrained(inputs: tf.string [batch], constraints: tf.string [batch, C])
+    -> {outputs: tf.string [batch], scores: float32 [batch], errors: tf.string [batch],
+        met: bool [batch, C]}
+
 Scores are the decoder's --score and sampling (t2t_lite.decoding.scoring, .sampling): the
 target's log-probability given the source, EOS included, and each token's (`lengths` of them
 per row, the rest 0); a sample of each input, drawn at the temperature from its top_k most
@@ -18,7 +22,10 @@ length-penalized log-probability as its score. As in the translating signatures,
 cannot be scored or sampled gets score 0, no output and its reason in `errors`, and the rest of
 the batch is served; sampling settings out of range (a temperature below float32's smallest
 normal number included) are every item's error; sources and targets of different counts are
-refused.
+refused. translate_constrained is the decoder's --constraints: each input's output contains its
+row of target phrases ("" for none; t2t_lite.decoding.search.constrained_beam_search), best
+first among the outputs that contain them all; `met` says which it contains (a phrase is missed
+only by an output cut at its length limit, or by an empty input's).
 """
 
 import collections
@@ -29,7 +36,7 @@ from t2t_lite.backends.tensorflow.translator import IDS, eos_terminated, id_erro
 from t2t_lite.config import PAD_ID
 from t2t_lite.decoding.sampling import SMALLEST_TEMPERATURE
 from t2t_lite.decoding.scoring import token_log_probs
-from t2t_lite.decoding.search import greedy_search
+from t2t_lite.decoding.search import constrained_beam_search, greedy_search
 
 # Sampling settings as scalar tensors, for t2t_lite.decoding.sampling.sample_tokens.
 Settings = collections.namedtuple("Settings", "top_k top_p temperature")
@@ -127,8 +134,37 @@ def signatures(translator):
         return {"outputs": translator.output_strings(texts, outputs),
                 "scores": tf.where(empty, 0.0, scores), "errors": errors}
 
+    def translate_constrained(inputs, constraints):
+        tf.debugging.assert_equal(
+            tf.shape(inputs)[0], tf.shape(constraints)[0],
+            message="translate_constrained: one row of constraints for each input")
+        phrases = tf.reshape(constraints, [-1])
+        phrase_errors = tf.reduce_any(
+            tf.reshape(tokenizer.errors(phrases), tf.shape(constraints)) != "", axis=1)
+        errors = _first_error(tokenizer.errors(inputs), tf.where(
+            phrase_errors, "a constraint the vocabulary cannot encode", ""))
+        texts = tf.where(errors == "", inputs, "")
+        tokens, lengths = eos_terminated(
+            tokenizer.encode(texts)[:, : translator.max_input_tokens])
+        phrase_ids = tokenizer.encode(tf.where(tf.reshape(tf.repeat(
+            errors == "", tf.shape(constraints)[1]), [-1]), phrases, "")).to_tensor(PAD_ID)
+        phrase_ids = tf.pad(phrase_ids, [[0, 0], [0, 1]])  # at least one column
+        ids, scores, met = constrained_beam_search(
+            translator.model, tokens, tf.reshape(phrase_ids, tf.concat(
+                [tf.shape(constraints), [-1]], axis=0)), translator.settings,
+            translator.constraint, translator.blank)
+        empty = lengths == 0
+        return {"outputs": translator.output_strings(texts, tf.where(empty[:, None], PAD_ID,
+                                                                     ids[:, 0])),
+                "scores": tf.where(empty, 0.0, scores[:, 0]), "errors": errors,
+                "met": tf.where(empty[:, None], constraints == "", met[:, 0])}
+
     scorers = {"score": tf.function(
         score, input_signature=[_strings("sources"), _strings("targets")], autograph=False)}
+    scorers["translate_constrained"] = tf.function(
+        translate_constrained, input_signature=[
+            _strings("inputs"), tf.TensorSpec([None, None], tf.string, name="constraints")],
+        autograph=False)
     if not tokenizer.encodes_targets:  # a parser's trees: their ids only (score_ids)
         scorers = {}
     return {

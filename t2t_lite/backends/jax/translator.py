@@ -18,7 +18,8 @@ import numpy as np
 
 from t2t_lite.config import EOS_ID, PAD_ID
 from t2t_lite.decoding.scoring import token_log_probs
-from t2t_lite.decoding.search import beam_search, greedy_search, search
+from t2t_lite.decoding.search import (beam_search, constrained_beam_search, greedy_search,
+                                      search)
 from t2t_lite.decoding.translator import Translator
 from t2t_lite.utils.errors import UserError
 
@@ -76,6 +77,18 @@ class JaxTranslator(Translator):
     def _run_beam(self, inputs):
         return self._run("beam", lambda inputs: beam_search(
             self.model, inputs, self.settings, self.constraint, self.blank), pad_batch(inputs))
+
+    def _run_constrained(self, inputs, phrases):
+        """Padded as pad_batch pads, the phrases' count and length to powers of two (extra
+        rows and phrases are PAD: none)."""
+        padded_inputs = pad_batch(inputs)
+        rows, count, longest = phrases.shape
+        padded_phrases = np.zeros((padded_inputs.shape[0], 1 << (count - 1).bit_length(),
+                                   1 << (longest - 1).bit_length()), "int32")
+        padded_phrases[:rows, :count, :longest] = phrases
+        return self._run("constrained", lambda inputs, phrases: constrained_beam_search(
+            self.model, inputs, phrases, self.settings, self.constraint, self.blank),
+            padded_inputs, padded_phrases)
 
     def _run_sample(self, inputs, uniforms):
         """Padded as pad_batch pads; the uniforms of padded positions are 0 and never read: a

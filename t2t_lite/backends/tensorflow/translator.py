@@ -14,13 +14,15 @@ from t2t_lite.config import EOS_ID, PAD_ID
 from t2t_lite.backends.tensorflow.vocabulary import tf_strip_mask
 from t2t_lite.decoding.inputs import length_batches, padded
 from t2t_lite.decoding.scoring import token_log_probs
-from t2t_lite.decoding.search import beam_search, greedy_search, search
+from t2t_lite.decoding.search import (beam_search, constrained_beam_search, greedy_search,
+                                      search)
 from t2t_lite.decoding.translation import Translation
 from t2t_lite.decoding.translator import Translator
 
 IDS = tf.TensorSpec([None, None], tf.int32, name="inputs")  # a batch of ids of any shape
 TARGET_IDS = tf.TensorSpec([None, None], tf.int32, name="targets")
 UNIFORMS = tf.TensorSpec([None, None], tf.float32, name="uniforms")
+PHRASES = tf.TensorSpec([None, None, None], tf.int32, name="phrases")
 
 
 class TensorFlowTranslator(Translator, tf.Module):
@@ -50,6 +52,7 @@ class TensorFlowTranslator(Translator, tf.Module):
         self._n_best_search = None
         self._sample = None
         self._score = None
+        self._constrained = None
 
     def _translate_best(self, token_lists, progress):
         """Through translate_ids, the exported step, in batches of similar length."""
@@ -98,6 +101,14 @@ class TensorFlowTranslator(Translator, tf.Module):
                 lambda inputs, targets: token_log_probs(self.model, inputs, targets),
                 input_signature=[IDS, TARGET_IDS], autograph=False)
         return self._score(inputs, targets)
+
+    def _run_constrained(self, inputs, phrases):
+        if self._constrained is None:
+            self._constrained = tf.function(  # traced once, as _search is
+                lambda inputs, phrases: constrained_beam_search(
+                    self.model, inputs, phrases, self.settings, self.constraint, self.blank),
+                input_signature=[IDS, PHRASES], autograph=False)
+        return self._constrained(inputs, phrases)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")],
                  autograph=False)  # plain TF ops, as every step (benchmarks/export_time.py)
