@@ -252,6 +252,8 @@ def _candidates(log_probs, per_beam, blank, last_step):
 
 
 def _beam_search(model, inputs, settings, constraint, blank, phrases=None):
+    """beam_search, or with `phrases` constrained_beam_search: one loop, so that the two
+    cannot drift apart (without phrases, its outputs are beam_search's bit for bit)."""
     if settings.sampling is not None:
         raise ValueError("beam search does not sample: use greedy_search")
     beam_size, alpha, extra_length = settings.beam_size, settings.alpha, settings.extra_length

@@ -23,7 +23,7 @@ from t2t_lite.decoding.alignment import pharaoh, resolve_layer
 from t2t_lite.decoding.attention import attention_weights
 from t2t_lite.decoding.inputs import length_batches, max_input_tokens, padded, phrase_array
 from t2t_lite.decoding.search import SearchSettings
-from t2t_lite.decoding.translation import n_best_translations
+from t2t_lite.decoding.translation import ConstrainedTranslation, n_best_translations
 from t2t_lite.decoding.visible_ending import blank_ids
 from t2t_lite.utils.errors import UserError
 
@@ -99,20 +99,33 @@ class Translator:
 
     def translate_constrained(self, token_lists, phrases, n=1, progress=None):
         """[[id]] without EOS and each input's target phrases ([str]: a glossary's terms, the
-        user's constraints) -> [[Translation] * n]: beam search's n best outputs that contain
-        them (t2t_lite.decoding.search.constrained_beam_search), those meeting all first, each
-        a ConstrainedTranslation naming in `unmet` those it misses (only an output cut at its
-        length limit may)."""
+        user's constraints) -> [[ConstrainedTranslation] * n]: beam search's n best outputs
+        that contain them (t2t_lite.decoding.search.constrained_beam_search), those meeting all
+        first, each naming in `unmet` those it misses (only an output cut at its length limit
+        may); an input without phrases gets its outputs without any."""
         if self.sampling:
             raise UserError("target phrases (--glossary, --constraints) need beam search: drop "
                             "the sampling flags")
         self._check_n_best(n)
-        phrase_ids = [[self.vocabulary.encode_target(phrase) for phrase in line]
-                      for line in phrases]
-        return n_best_translations(
-            token_lists, n, lambda indices, inputs: self._run_constrained(
-                inputs, phrase_array([phrase_ids[i] for i in indices])),
-            self.vocabulary, self.batch_size, self.max_input_tokens, progress, phrases)
+        # The inputs without phrases take the plain search: the outputs they would get with
+        # none (see search.constrained_beam_search), without the phrases' bookkeeping.
+        wanted = [i for i, line in enumerate(phrases) if line]
+        plain = [i for i, line in enumerate(phrases) if not line]
+        results = [None] * len(token_lists)
+        if plain:
+            for i, best in zip(plain, self.translate_n_best([token_lists[i] for i in plain], n,
+                                                            progress)):
+                results[i] = [ConstrainedTranslation(t.text, t.score, ()) for t in best]
+        phrase_ids = [[self.vocabulary.encode_target(phrase) for phrase in phrases[i]]
+                      for i in wanted]
+        for i, best in zip(wanted, n_best_translations(
+                [token_lists[i] for i in wanted], n, lambda indices, inputs: (
+                    self._run_constrained(inputs, phrase_array([phrase_ids[k]
+                                                                for k in indices]))),
+                self.vocabulary, self.batch_size, self.max_input_tokens, progress,
+                [phrases[i] for i in wanted])):
+            results[i] = best
+        return results
 
     def _check_n_best(self, n):
         if n > self.settings.beam_size:
