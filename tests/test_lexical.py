@@ -70,20 +70,22 @@ def test_the_beam_is_filled_by_turns_from_the_banks():
     assert list(np.argsort(-order[0], kind="stable")) == [4, 3, 0, 5, 1, 2, 6]
 
 
-@pytest.mark.parametrize("alpha", [0.0, 0.6])
-def test_a_beam_wide_enough_finds_the_exhaustive_search_best_that_meets_the_phrases(alpha):
+@pytest.mark.parametrize("alpha, min_length", [(0.0, 0), (0.6, 2)])
+def test_a_beam_wide_enough_finds_the_exhaustive_search_best_that_meets_the_phrases(
+        alpha, min_length):
     """3 symbols and limits of 4 and 3 tokens: an 81-wide beam keeps every candidate, so its
     finished set must be, in order, every possible output that contains all its phrases (EOS
-    only after them) by score, then the outputs cut at the limit that fail them, by score; with
-    a repeated token, two phrases, one phrase, and one example whose phrases overlap."""
+    only after them, and after min_length tokens) by score, then the outputs cut at the limit
+    that fail them, by score; with a repeated token, two phrases, one phrase, and one example
+    whose phrases overlap."""
     model = random_model(vocab_size=5, seed=1, rare_eos=True)
     inputs = padded([[2, 3], [4], [3, 3]])
     examples = [[[3, 3], [4]], [[2]], [[2, 4], [4, 3]]]
     phrases = phrase_array(examples)
     ids, scores, met = constrained_beam_search(model, inputs, phrases,
-                                               SearchSettings(81, alpha, 1))
+                                               SearchSettings(81, alpha, 1, min_length))
     for row, example in enumerate(examples):
-        every = exhaustive_search(model, inputs[row], alpha, 1, top=10 ** 6)
+        every = exhaustive_search(model, inputs[row], alpha, 1, 10 ** 6, min_length)
         meeting = [(s, v) for s, v in every if all(contains(s, p) for p in example)]
         failing = [(s, v) for s, v in every
                    if s[-1] != EOS_ID and not all(contains(s, p) for p in example)]

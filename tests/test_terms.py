@@ -62,19 +62,26 @@ def test_a_glossary_puts_its_target_terms_into_every_output(trained_reverse, tra
 def test_constraints_come_from_each_lines_tab_separated_fields(trained_reverse, translator,
                                                                 tmp_path, capsys, monkeypatch):
     """`source<TAB>phrase...` lines, from a file and typed on stdin: each output contains its
-    phrases (with the glossary's too), and equals the translator's constrained output."""
+    phrases (with the glossary's too), and equals the translator's constrained output; with
+    --with_alignments, each output's alignment is the translator's for that output."""
     lines = ["1 2 3\t0 0", "5 6\t", "8 9\t1 1\t4", "7 8"]
     source = write(tmp_path / "src.txt", "".join(f"{line}\n" for line in lines))
     glossary_path = write(tmp_path / "glossary.tsv", GLOSSARY)
     code, out, err = decode(capsys, trained_reverse.model_dir, f"--decode_from_file={source}",
-                            "--constraints", f"--glossary={glossary_path}", "--beam_size=4")
+                            "--constraints", f"--glossary={glossary_path}", "--beam_size=4",
+                            "--with_alignments")
     assert code == 0, err
     wanted = [["5", "0 0"], [], ["1 1", "4"], ["9 9"]]  # the glossary's first
-    outputs = out.splitlines()
+    outputs, alignments = zip(*(line.split("\t") for line in out.splitlines()))
+    sources = [line.split("\t")[0] for line in lines]
+    vocabulary = translator.vocabulary
+    assert list(alignments) == translator.alignments(
+        [vocabulary.encode(s) for s in sources], [vocabulary.encode(o) for o in outputs])
+    outputs = list(outputs)
     for text, phrases in zip(outputs, wanted):
         assert all(contains_term(text, phrase) for phrase in phrases), (text, phrases)
-    expected = translator.translate_constrained(
-        [translator.vocabulary.encode(line.split("\t")[0]) for line in lines], wanted)
+    expected = translator.translate_constrained([vocabulary.encode(s) for s in sources],
+                                                wanted)
     assert outputs == [best[0].text for best in expected]
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(
         "".join(f"{line}\n" for line in lines).encode()), encoding="utf-8"))
