@@ -41,11 +41,6 @@ which while will with would your""".split())
 WARM_UP = 16  # lines translated before each timing, so that tracing is not timed
 
 
-def lines(path):
-    with open(path, encoding="utf-8") as f:
-        return f.read().splitlines()
-
-
 def make_glossary(sources, references, train_sources, train_targets, max_count, min_dice):
     """{source word: target word} for the rare content words of dev's references (module
     docstring), each with the word of its source line most associated with it in train."""
@@ -98,8 +93,12 @@ def main():
     record.add_record_flag(parser, example="quality/ja-en_glossary.json")
     args = parser.parse_args()
 
+    from t2t_lite.data.corpus import read_lines
     from t2t_lite.decoding.glossary import Glossary, term_accuracy
     from t2t_lite.runner import Runner
+
+    def lines(path):
+        return list(read_lines(path))
 
     source_lang, target_lang = args.direction.split("-")
     sources = lines(os.path.join(args.corpus, f"dev.{source_lang}"))

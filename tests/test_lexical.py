@@ -9,6 +9,7 @@ from test_decoding import hypotheses, padded, random_model
 
 from t2t_lite.config import EOS_ID, PAD_ID
 from t2t_lite.decoding import lexical
+from t2t_lite.decoding.inputs import phrase_array
 from t2t_lite.decoding.search import SearchSettings, beam_search, constrained_beam_search
 
 pytestmark = pytest.mark.filterwarnings("ignore:You are using a softmax over axis -1")
@@ -19,17 +20,6 @@ def contains(sequence, phrase):
     phrase = tuple(int(t) for t in phrase if t != PAD_ID)
     return any(tuple(sequence[i: i + len(phrase)]) == phrase
                for i in range(len(sequence) - len(phrase) + 1))
-
-
-def phrase_array(examples):
-    """[[phrase ids]] per example -> int32 [B, C, L], PAD-padded."""
-    count = max(len(phrases) for phrases in examples)
-    longest = max(len(p) for phrases in examples for p in phrases)
-    out = np.zeros((len(examples), count, longest), "int32")
-    for b, phrases in enumerate(examples):
-        for c, phrase in enumerate(phrases):
-            out[b, c, : len(phrase)] = phrase
-    return out
 
 
 def test_the_tracker_knows_which_phrases_a_sequence_contains():

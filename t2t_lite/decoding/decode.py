@@ -215,8 +215,9 @@ def translate_stream(translator, problem, lines=None, output=None, attention_dir
             return
         number += 1
         try:
-            line, phrases = terms.split(decode_line(raw, number, "stdin")) if terms else (
-                decode_line(raw, number, "stdin"), None)
+            line, phrases = decode_line(raw, number, "stdin"), None
+            if terms:
+                line, phrases = terms.split(line)
             tokens = encode_lines(translator.vocabulary, [line], "stdin",
                                   translator.max_input_tokens, number)[0]
         except UserError as error:

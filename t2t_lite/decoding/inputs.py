@@ -32,13 +32,12 @@ def padded(token_lists, eos=False):
     return ids
 
 
-def phrase_array(phrase_lists, shape=None):
+def phrase_array(phrase_lists):
     """int32 [len(phrase_lists), C, L]: each input's target phrases (lists of ids), PAD-padded
-    to the most phrases and the longest phrase (at least 1; `shape`, (C, L), if given, as an
-    engine compiling few shapes asks), for t2t_lite.decoding.search.constrained_beam_search."""
+    to the most phrases and the longest phrase (at least 1), for
+    t2t_lite.decoding.search.constrained_beam_search."""
     count = max([len(phrases) for phrases in phrase_lists] + [1])
     longest = max([len(phrase) for phrases in phrase_lists for phrase in phrases] + [1])
-    count, longest = shape or (count, longest)
     array = np.full((len(phrase_lists), count, longest), PAD_ID, "int32")
     for row, phrases in zip(array, phrase_lists):
         for line, phrase in zip(row, phrases):

@@ -65,8 +65,8 @@ def accuracy_text(hits, matched):
 
 
 def log_misses(translations, source_name, numbers=None):
-    """Warns about each output (a Translation, numbered as `numbers` gives, default 1, 2, ...)
-    that misses some of its phrases, and logs how many outputs met all theirs."""
+    """Warns about each output (a ConstrainedTranslation, numbered as `numbers` gives, default
+    1, 2, ...) that misses some of its phrases; returns how many outputs met all theirs."""
     numbers = numbers or range(1, len(translations) + 1)
     missing = [(number, t) for number, t in zip(numbers, translations) if t.unmet]
     for number, translation in missing[:NAMED_MISSES]:

@@ -24,8 +24,14 @@ def n_best_translations(token_lists, n, search_batch, vocabulary, batch_size, ma
     With `phrases` (each input's target phrases, [[str]]), search_batch also returns which each
     output meets (bool [>= batch, n, C]): the outputs meeting all come first, and each is a
     ConstrainedTranslation whose `unmet` names those it misses (an empty input's: all)."""
-    results = [[ConstrainedTranslation("", 0.0, tuple(phrases[i])) if phrases else
-                Translation("", 0.0)] * n for i in range(len(token_lists))]
+    constrained = phrases is not None
+    wanted_of = phrases if constrained else [()] * len(token_lists)
+
+    def translation(text, score, unmet):
+        return (ConstrainedTranslation(text, score, unmet) if constrained
+                else Translation(text, score))
+
+    results = [[translation("", 0.0, tuple(wanted_of[i]))] * n for i in range(len(token_lists))]
     indices = [i for i, tokens in enumerate(token_lists) if tokens]
     nonempty = [token_lists[i][:max_input_tokens] for i in indices]
     if progress:
@@ -34,17 +40,14 @@ def n_best_translations(token_lists, n, search_batch, vocabulary, batch_size, ma
         found = search_batch([indices[i] for i in chunk],
                              padded([nonempty[i] for i in chunk], eos=True))
         outputs, scores = np.asarray(found[0]), np.asarray(found[1])
-        met = np.asarray(found[2]) if phrases else np.ones(scores.shape + (0,), bool)
+        met = np.asarray(found[2]) if constrained else np.ones(scores.shape + (0,), bool)
         for row, i in enumerate(chunk):
-            wanted = phrases[indices[i]] if phrases else ()
+            wanted = wanted_of[indices[i]]
             meets = met[row][:, : len(wanted)]
             order = np.lexsort((-scores[row], ~meets.all(axis=1)))
             results[indices[i]] = [
-                ConstrainedTranslation(vocabulary.decode(outputs[row, k]),
-                                       float(scores[row, k]),
-                                       tuple(p for p, ok in zip(wanted, meets[k]) if not ok))
-                if phrases else Translation(vocabulary.decode(outputs[row, k]),
-                                            float(scores[row, k]))
+                translation(vocabulary.decode(outputs[row, k]), float(scores[row, k]),
+                            tuple(p for p, ok in zip(wanted, meets[k]) if not ok))
                 for k in order[:n]]
         if progress:
             progress.update(len(chunk))

@@ -96,8 +96,9 @@ def _score(translator, sources, targets, errors):
 
 
 def signatures(translator):
-    """{name: tf.function} of the score (unless the targets are a parser's trees, which the
-    in-graph vocabulary does not encode), score_ids and sample signatures of `translator`."""
+    """{name: tf.function} of the score and translate_constrained (unless the targets are a
+    parser's trees, which the in-graph vocabulary does not encode), score_ids and sample
+    signatures of `translator`."""
     tokenizer, size = translator.tokenizer, translator.vocabulary.size
 
     def score(sources, targets):
@@ -159,16 +160,17 @@ def signatures(translator):
                 "scores": tf.where(empty, 0.0, scores[:, 0]), "errors": errors,
                 "met": tf.where(empty[:, None], constraints == "", met[:, 0])}
 
-    scorers = {"score": tf.function(
-        score, input_signature=[_strings("sources"), _strings("targets")], autograph=False)}
-    scorers["translate_constrained"] = tf.function(
-        translate_constrained, input_signature=[
+    # Those that encode target text in-graph: not a parser's trees (score_ids takes their ids).
+    target_text = {
+        "score": tf.function(score, input_signature=[_strings("sources"), _strings("targets")],
+                             autograph=False),
+        "translate_constrained": tf.function(translate_constrained, input_signature=[
             _strings("inputs"), tf.TensorSpec([None, None], tf.string, name="constraints")],
-        autograph=False)
-    if not tokenizer.encodes_targets:  # a parser's trees: their ids only (score_ids)
-        scorers = {}
+            autograph=False)}
+    if not tokenizer.encodes_targets:
+        target_text = {}
     return {
-        **scorers,
+        **target_text,
         "score_ids": tf.function(score_ids, input_signature=[
             tf.TensorSpec.from_spec(IDS, name="sources"),
             tf.TensorSpec.from_spec(IDS, name="targets")], autograph=False),
