@@ -142,6 +142,25 @@ def score_file(translator, sources, targets, *, output_path=None, normalize="non
     of its tokens' (EOS's last) and "". A pair that cannot be scored (an empty side, a line the
     vocabulary cannot encode, a side longer than the model reads) keeps its line, with score
     nan and the reason as its error. Returns the number of such pairs."""
+    with Progress("scored", "pairs", total=len(sources)) as progress:
+        scored = score_pairs(translator, sources, targets, normalize, progress)
+    text = tsv_text(("nan", "", error) if error else
+                    (f"{score:.6f}", " ".join(f"{p:.6f}" for p in log_probs), "")
+                    for score, log_probs, error in scored)
+    write_output(text, output_path)
+    failed = [i for i, (_, _, error) in enumerate(scored) if error]
+    if failed:
+        logger.warning("%d of %d pairs could not be scored: their score is nan, with the reason "
+                       "in the third column (line %d: %s)", len(failed), len(scored),
+                       failed[0] + 1, scored[failed[0]][2])
+    return len(failed)
+
+
+def score_pairs(translator, sources, targets, normalize="none", progress=None):
+    """[(score, token log-probabilities, error)] of each target as a translation of its source
+    (score_file's columns; the server's /score): a pair that cannot be scored has score nan,
+    no log-probabilities and its reason as error, and the others are scored all the same.
+    `progress` (a utils.progress.Progress) counts the pairs scored."""
     vocabulary, hparams = translator.vocabulary, translator.hparams
     longest_target = hparams.max_length + hparams.extra_length  # with EOS, as the search's
     encoded, errors = {}, [""] * len(sources)
@@ -161,25 +180,15 @@ def score_file(translator, sources, targets, *, output_path=None, normalize="non
         except UserError as error:
             errors[i] = str(error)
     order = sorted(encoded)
-    with Progress("scored", "pairs", total=len(order)) as progress:
-        log_probs = dict(zip(order, translator.score_tokens(
-            [encoded[i][0] for i in order], [encoded[i][1] for i in order], progress)
-            if order else []))
-    rows = []
-    for i, error in enumerate(errors):
-        if error:
-            rows.append(("nan", "", error))
-        else:
-            score = target_score(log_probs[i], normalize, hparams.alpha)
-            rows.append((f"{score:.6f}", " ".join(f"{p:.6f}" for p in log_probs[i]), ""))
-    text = tsv_text(rows)
-    write_output(text, output_path)
-    failed = [i for i, error in enumerate(errors) if error]
-    if failed:
-        logger.warning("%d of %d pairs could not be scored: their score is nan, with the reason "
-                       "in the third column (line %d: %s)", len(failed), len(errors),
-                       failed[0] + 1, errors[failed[0]])
-    return len(failed)
+    if progress:
+        progress.update(len(sources) - len(order))
+    log_probs = dict(zip(order, translator.score_tokens(
+        [encoded[i][0] for i in order], [encoded[i][1] for i in order], progress)
+        if order else []))
+    return [(float("nan"), [], error) if error else
+            (target_score(log_probs[i], normalize, hparams.alpha),
+             [float(p) for p in log_probs[i]], "")
+            for i, error in enumerate(errors)]
 
 
 def write_attention(translator, token_lists, outputs, directory, numbers=None):
