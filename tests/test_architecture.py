@@ -24,7 +24,7 @@ LAYERS = [
      "t2t_lite.backends.tensorflow.pipeline"),
     ("t2t_lite.training", "t2t_lite.decoding", "t2t_lite.backends.tensorflow.checkpoints"),
     ("t2t_lite.evaluation", "t2t_lite.export", "t2t_lite.backends"),
-    ("t2t_lite.runner", "t2t_lite.experiment"),
+    ("t2t_lite.runner", "t2t_lite.experiment", "t2t_lite.serving"),
     ("t2t_lite.cli",),
 ]
 # Where each framework may be imported: TensorFlow in its wing and the SavedModel export (a

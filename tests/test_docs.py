@@ -78,7 +78,7 @@ def test_the_site_builds_strictly(tmp_path, reference_pages):
 
 
 def test_every_console_script_has_a_reference_page(reference_pages):
-    assert len(SCRIPTS) == 6
+    assert len(SCRIPTS) == 7
     assert reference_pages.console_scripts() == SCRIPTS  # as installed (else: pip install -e .)
     assert {f"reference/{script}.md" for script in SCRIPTS} <= set(reference_pages.pages())
 

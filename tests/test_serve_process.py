@@ -38,8 +38,9 @@ class Server:
         self._reader.start()
         deadline = time.monotonic() + 120
         while self.url is None:
-            assert self.process.poll() is None, "".join(self.log)
-            assert time.monotonic() < deadline, "".join(self.log)
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError("".join(self.log))
             time.sleep(0.1)
 
     def _read(self):
@@ -78,14 +79,17 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(trained_reverse):
-    """The trained demo served with a small queue and batches (a request of 25 inputs is one)."""
+    """The trained demo served with a small queue and batches (of two requests of 12 inputs)."""
     server = Server(f"--model_dir={trained_reverse.runner.model_dir.path}", "--max_queue=200",
                     "--max_batch_tokens=256")
-    server.wait_healthy()
-    yield server
-    server.stop()
+    try:
+        server.wait_healthy()
+        yield server
+    finally:
+        server.stop()
 
 
+@pytest.mark.slow  # a process importing TensorFlow
 def test_a_model_that_cannot_load_is_one_line_and_exit_2(tmp_path):
     result = subprocess.run(serve_command(f"--model_dir={tmp_path / 'none'}", "--port=0"),
                             capture_output=True, text=True, timeout=120)
@@ -160,13 +164,20 @@ def test_the_web_page_translates_and_draws_the_attention(server, tmp_path):
         wait.until(lambda b: b.find_element(By.ID, "status").text)
         assert "beam_size" in browser.find_element(By.ID, "status").text
         assert browser.save_screenshot(str(tmp_path / "page.png"))
+        # A parser's output as the page draws it: a tree of labels over the words.
+        labels = browser.execute_script(
+            "drawTree('(S (NP (DT The) (NN dog)) (VP (VBZ barks)))');"
+            "return [...document.querySelectorAll('#tree .label')].map(e => e.textContent);")
+        assert labels == ["S", "NP", "DT", "NN", "VP", "VBZ"]
+        assert browser.find_element(By.ID, "tree").text.split() == \
+            ["S", "NP", "DT", "The", "NN", "dog", "VP", "VBZ", "barks"]
     finally:
         browser.quit()
 
 
 def test_sigterm_answers_the_requests_in_flight_then_exits_0(server):
     """The last test of the module: it stops the module's server."""
-    inputs = [" ".join(str((i + j) % 10) for j in range(8)) for i in range(25)]
+    inputs = [" ".join(str((i + j) % 10) for j in range(8)) for i in range(12)]
     answered = len([line for line in server.log if "POST /translate" in line])
 
     def translate():

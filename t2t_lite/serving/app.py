@@ -54,13 +54,11 @@ def create_app(models, batcher, limits=Limits(), latency_log=None):
         yield
         batcher.close()
 
-    # Bodies are JSON whatever their Content-Type says (`curl -d` sends a form's); no /docs
-    # page, which FastAPI draws with scripts from a CDN.
+    # No /docs page: FastAPI draws it with scripts from a CDN.
     app = FastAPI(title="t2t-lite-serve", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  strict_content_type=False,
                   description="Translations, n-best lists, samples, alignments, attention and "
                   "scores of t2t_lite models. Errors: {\"detail\": one line}.")
-    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
+    app.add_middleware(JsonBodies, max_bytes=limits.max_body_bytes)
 
     @app.exception_handler(Refused)
     async def refused(request, error):
@@ -204,8 +202,9 @@ class LatencyLog:
             self.since, self.latencies, self.items = now, [], 0
 
 
-class BodyLimit:
-    """ASGI middleware: a body over max_bytes (by its Content-Length, or as it arrives) is
+class JsonBodies:
+    """ASGI middleware: every body is read as JSON, whatever its Content-Type says (`curl -d`
+    calls it a form), and a body over max_bytes (by its Content-Length, or as it arrives) is
     refused with 413 before it is held in memory."""
 
     def __init__(self, app, max_bytes):
@@ -214,6 +213,9 @@ class BodyLimit:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        scope = dict(scope, headers=[(name, value) for name, value in scope["headers"]
+                                     if name != b"content-type"]
+                     + [(b"content-type", b"application/json")])
         too_large = JSONResponse(
             {"detail": f"the body has more than {self.max_bytes} bytes (--max_body_bytes)"}, 413)
         declared = dict(scope["headers"]).get(b"content-length")
