@@ -43,7 +43,7 @@ def decoder_lines(client, tmp_path, *flags, sources=SOURCES):
 
 
 def post(client, path, body, status=200):
-    response = client.post(path, json=body)
+    response = client.post(path, content=json.dumps(body))  # ASCII, "\ud800" escaped
     assert response.status_code == status, response.text
     return response.json()
 
@@ -91,11 +91,12 @@ def test_scores_equal_the_decoders(client, tmp_path):
 
 
 def test_an_input_that_cannot_be_translated_keeps_the_others(client):
-    inputs = ["1 2 3", "", "5 x", " ".join(["3"] * 200), "6 2"]
+    inputs = ["1 2 3", "", "5 x", " ".join(["3"] * 200), "6 2", "1 \ud800"]
     answer = post(client, "/translate", {"inputs": inputs, "attention": True,
                                          "with_alignments": True})
     assert answer["outputs"][0] == "3 2 1" and answer["outputs"][4] == "2 6"
-    assert [bool(e) for e in answer["errors"]] == [False, True, True, True, False]
+    assert [bool(e) for e in answer["errors"]] == [False, True, True, True, False, True]
+    assert answer["errors"][5] == "not valid UTF-8"  # a lone surrogate, which JSON can hold
     assert answer["errors"][1] == "an empty input"
     assert "expected integers" in answer["errors"][2]
     assert "200 tokens, more than the" in answer["errors"][3]

@@ -12,7 +12,7 @@ import time
 
 from t2t_lite.data.corpus import (decode_line, lines_as_they_come, read_lines, read_parallel,
                                   read_tsv, tsv_text)
-from t2t_lite.decoding.inputs import encode_lines
+from t2t_lite.decoding.inputs import check_utf8, encode_lines
 from t2t_lite.decoding.scoring import target_score
 from t2t_lite.decoding.terms import accuracy_text, log_misses
 from t2t_lite.utils.errors import UserError
@@ -168,6 +168,8 @@ def score_pairs(translator, sources, targets, normalize="none", progress=None):
         try:
             if not (source.strip() and target.strip()):
                 raise UserError("an empty source or target")
+            check_utf8(source)
+            check_utf8(target)
             source_ids, target_ids = vocabulary.encode(source), vocabulary.encode_target(target)
             if len(source_ids) > translator.max_input_tokens:
                 raise UserError(f"the source has {len(source_ids)} tokens, more than the "

@@ -45,6 +45,16 @@ def phrase_array(phrase_lists):
     return array
 
 
+def check_utf8(text):
+    """UserError for a text holding a lone surrogate (JSON's "\\ud800", a file read with
+    surrogateescape), which no vocabulary encodes (SentencePiece fails on it), as the exported
+    model refuses invalid UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UserError("not valid UTF-8") from None
+
+
 def length_batches(token_lists, batch_size, same_length=False):
     """Lists of indices of `token_lists`, at most batch_size each, in order of length, so that
     each batch holds lists of similar length; with `same_length`, of equal length only."""

@@ -15,6 +15,7 @@ import secrets
 
 from t2t_lite.decoding.alignment import resolve_layer
 from t2t_lite.decoding.decode import alignments_of, score_pairs
+from t2t_lite.decoding.inputs import check_utf8
 from t2t_lite.decoding.scoring import NORMALIZATIONS
 from t2t_lite.export.engines import make_engine, refusal
 from t2t_lite.utils.errors import UserError
@@ -184,6 +185,7 @@ class ServedModel:
             try:
                 if not text.strip():
                     raise UserError("an empty input")
+                check_utf8(text)
                 item.tokens = self.vocabulary.encode(text)
                 if len(item.tokens) > limit:
                     raise UserError(f"the input has {len(item.tokens)} tokens, more than the "
@@ -254,3 +256,4 @@ class ServedModel:
             raise UserError(f"normalize must be one of {', '.join(NORMALIZATIONS)}, got "
                             f"{normalize!r}")
         return score_pairs(self.load(), sources, targets, normalize)
+
