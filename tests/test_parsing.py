@@ -185,8 +185,11 @@ def parser(tmp_path_factory):
 
 
 def test_a_small_model_learns_the_synthetic_treebank(parser):
-    # EVALB leaves no sentence out: the tag dictionary gives every punctuation word its own tag.
-    assert parser.metrics["f1"] >= 98 and parser.metrics["evalb_errors"] == 0
+    # The same seeded run ends at dev F1 99.2 on the CPUs that tuned the fixture, 94.8 on a
+    # 2-core AMD EPYC (2026-11-27, its float sums in another order); after 250 updates it was
+    # 66-70. EVALB leaves no sentence out: the tag dictionary gives every punctuation word its
+    # own tag.
+    assert parser.metrics["f1"] >= 90 and parser.metrics["evalb_errors"] == 0
     assert parser.metrics["repaired"] == 0
     assert parser.runner.problem.metric_names == tuple(
         name for name in parser.metrics if name in parser.runner.problem.metric_names)
