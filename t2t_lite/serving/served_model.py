@@ -5,8 +5,10 @@ The Keras model is restored (or CTranslate2's conversion loaded) once; a transla
 each set of search options a request asks for and kept (the few last used), since making one
 compiles its search anew. A sampling seed only numbers the streams of uniforms that drive the
 draws (t2t_lite.decoding.sampling), not the compiled steps, so one translator serves every
-seed. Every call here runs on the server's one worker thread (batcher.py): engines are not
-called from two threads at once.
+seed. Every call that makes or runs a translator runs on the server's one worker thread
+(batcher.py), but load() before the server starts: engines and the translators' cache are not
+used from two threads at once; what the event loop calls (check, items, info) reads only the
+hparams.
 """
 
 import collections
@@ -15,7 +17,7 @@ import secrets
 
 from t2t_lite.decoding.alignment import resolve_layer
 from t2t_lite.decoding.decode import alignments_of, score_pairs
-from t2t_lite.decoding.inputs import check_utf8
+from t2t_lite.decoding.inputs import check_utf8, max_input_tokens
 from t2t_lite.decoding.scoring import NORMALIZATIONS
 from t2t_lite.export.engines import make_engine, refusal
 from t2t_lite.utils.errors import UserError
@@ -103,7 +105,7 @@ class ServedModel:
                 "is_parser": self.problem.search_constraint(self.vocabulary) is not None,
                 "vocabulary": {"kind": type(self.vocabulary).__name__,
                                "size": self.vocabulary.size},
-                "max_input_tokens": self.load().max_input_tokens,
+                "max_input_tokens": max_input_tokens(self.runner.hparams),
                 "capabilities": [name for name in ("n_best", "attention", "sampling")
                                  if self.engine.capabilities.has(name)],
                 "hparams": self.runner.hparams.to_dict()}
@@ -137,7 +139,7 @@ class ServedModel:
                                 "more: the beam holds the hypotheses")
         if options.attention and not capabilities.has("attention"):
             raise UserError(refusal(self.engine.name, "attention", "attention"))
-        self.translator(options)  # a sampling setting out of range fails here
+        _sampling(options)  # a sampling setting out of range fails here
 
     def with_seed(self, options):
         """options, with a seed drawn now if sampling without one."""
@@ -158,18 +160,11 @@ class ServedModel:
         if key in self._translators:
             self._translators.move_to_end(key)
             return self._translators[key]
-        sampling = None
-        if options.sampling:
-            from t2t_lite.decoding.sampling import Sampling
-
-            given = {"top_k": options.sampling_topk, "top_p": options.sampling_topp,
-                     "temperature": options.sampling_temperature}
-            sampling = Sampling(**{k: v for k, v in given.items() if v is not None})
         translator = make_engine(self.engine.name).translator(
             self.trained, self.runner.decoding_hparams(
                 beam_size=options.beam_size, alpha=options.alpha,
                 extra_length=options.extra_length, min_length=options.min_length),
-            self.batch_size, self.quantization, sampling)
+            self.batch_size, self.quantization, _sampling(options))
         self._translators[key] = translator
         while len(self._translators) > TRANSLATORS_KEPT:
             self._translators.popitem(last=False)
@@ -178,7 +173,7 @@ class ServedModel:
     def items(self, texts):
         """[Item] of each text: its ids, or why it cannot be translated (empty, not encodable,
         longer than the model reads: the decoder would cut it; a server says so)."""
-        limit = self.load().max_input_tokens
+        limit = max_input_tokens(self.runner.hparams)
         items = []
         for number, text in enumerate(texts, 1):
             item = Item(text, number=number)
@@ -257,3 +252,14 @@ class ServedModel:
                             f"{normalize!r}")
         return score_pairs(self.load(), sources, targets, normalize)
 
+
+def _sampling(options):
+    """The Sampling of options' settings (seed 0: translate sets each batch's), or None; a
+    UserError for a setting out of range."""
+    if not options.sampling:
+        return None
+    from t2t_lite.decoding.sampling import Sampling
+
+    given = {"top_k": options.sampling_topk, "top_p": options.sampling_topp,
+             "temperature": options.sampling_temperature}
+    return Sampling(**{k: v for k, v in given.items() if v is not None})
