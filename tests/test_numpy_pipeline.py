@@ -110,3 +110,56 @@ def test_evaluation_batches_hold_every_example_once_longer_ones_one_a_device():
         assert longest <= width
         if longest > 32:
             assert len(ids) <= 2 and width % 8 == 0 and width - longest < 8  # 1 a device
+
+
+def test_process_shares_are_disjoint_and_read_only_their_own_shards(short_reverse_data):
+    """A multi-host run's shares (records.read_in_written_order's `share`): with at least as many
+    shards as processes, each process reads only shards index, index + count, ... (a missing
+    shard of another share is never opened); with fewer, every count-th example; either way the
+    shares together are the data, each example in one share."""
+    (dev,) = registry.problem("test_short_reverse").shard_paths("dev", short_reverse_data)
+    one = [tuple(e["inputs"]) + (-1,) + tuple(e["targets"])
+           for e in records.read_in_written_order([dev])]
+    assert len(one) == 500
+
+    def share(paths, index, count):
+        return [tuple(e["inputs"]) + (-1,) + tuple(e["targets"])
+                for e in records.read_in_written_order(paths, share=(index, count))]
+
+    assert share([dev, "/missing/shard", dev], 0, 2) == [e for e in one for _ in range(2)]
+    with pytest.raises(OSError, match="/missing/shard"):
+        share([dev, "/missing/shard", dev], 1, 2)
+    shares = [share([dev], index, 3) for index in range(3)]  # fewer shards than processes
+    assert [len(s) for s in shares] == [167, 167, 166]
+    assert [e for i in range(167) for s in shares for e in s[i:i + 1]] == one
+
+
+def test_processes_with_uneven_shares_deal_the_same_bucket_at_every_step():
+    """Two processes' TrainingBatches over uneven shares (200 and 60 examples), agreeing on the
+    largest share's batches per bucket: at every step both deal a batch of the same shape (the
+    same bucket), the smaller share's extra batches all PAD (no token in the loss), and each
+    epoch deals every example of each share once."""
+    examples = synthetic(260, 40, seed=4)
+    shares = [TrainingBatches(part, 128, 32, seed=9, devices=2, shared=True)
+              for part in (examples[:200], examples[200:])]
+    own = [list(s.steps_per_bucket) for s in shares]
+    agreed = [max(counts) for counts in zip(*own)]
+    assert sum(agreed) > sum(own[1])  # the smaller share makes fewer batches
+    for s in shares:
+        s.steps_per_bucket = agreed
+    steps = sum(agreed)
+    for epoch in range(2):
+        seen = [collections.Counter(), collections.Counter()]
+        padding = 0
+        for _ in range(steps):
+            batches = [next(s) for s in shares]
+            assert batches[0][1].shape == batches[1][1].shape
+            for i, (features, labels) in enumerate(batches):
+                seen[i].update(example_ids((features, labels)))
+                padding += not labels.any()
+        assert shares[0].position == shares[1].position == {"epoch": epoch, "batch": steps}
+        kept = [i for i, e in enumerate(examples)
+                if max(len(e["inputs"]), len(e["targets"])) <= 32]
+        assert sorted(seen[0]) == [i for i in kept if i < 200] and set(seen[0].values()) == {1}
+        assert sorted(seen[1]) == [i for i in kept if i >= 200] and set(seen[1].values()) == {1}
+        assert padding == sum(steps - sum(counts) for counts in own)

@@ -19,6 +19,13 @@ class TinyReverse(ShortReverse):
     num_examples = {"train": 2_000, "dev": 100, "test": 100}
 
 
+@register_problem(name="test_uneven_reverse")
+class UnevenReverse(TinyReverse):
+    """test_tiny_reverse in three training shards: uneven shares for two processes."""
+
+    num_shards = {"train": 3, "dev": 1, "test": 1}
+
+
 @register_problem(name="test_micro_reverse")
 class MicroReverse(ShortReverse):
     """Small enough that a checkpoint's data position (its shuffle buffer) is small: for the

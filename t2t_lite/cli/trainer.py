@@ -1,10 +1,12 @@
 """t2t-lite-trainer: trains (or resumes) a model on a problem, evaluating as it goes."""
 
 import dataclasses
+import os
 
 from t2t_lite import cli
 from t2t_lite.cli import flags
 from t2t_lite.config import TrainConfig
+from t2t_lite.utils.errors import UserError
 
 DEFAULTS = {field.name: field.default for field in dataclasses.fields(TrainConfig)}
 
@@ -92,7 +94,18 @@ def build_parser():
                         choices=("auto", "default", "mirrored", "multi_worker"),
                         help="auto: multi_worker with TF_CONFIG, mirrored with several GPUs, "
                         "else default (one device); on JAX: keras.distribution.DataParallel "
-                        "over the local devices")
+                        "over the local devices, or multi_worker (jax.distributed) where a "
+                        "cluster is named (the flags below, KERAS_DISTRIBUTION_*, Cloud TPU, "
+                        "Slurm)")
+    cluster = parser.add_argument_group("several processes on JAX (jax.distributed)")
+    cluster.add_argument("--coordinator_address", metavar="HOST:PORT",
+                         help="process 0's address, the same on every process "
+                         "(KERAS_DISTRIBUTION_JOB_ADDRESSES)")
+    cluster.add_argument("--num_processes", type=int, metavar="N",
+                         help="processes in all (KERAS_DISTRIBUTION_NUM_PROCESSES)")
+    cluster.add_argument("--process_id", type=int, metavar="I",
+                         help="this process's index, 0 to N-1; 0 writes the model_dir "
+                         "(KERAS_DISTRIBUTION_PROCESS_ID)")
     parser.add_usr_dir_flag()
     parser.add_argument("--registry_help", action="store_true",
                         help="list the registered problems and hparams sets, then exit")
@@ -116,6 +129,20 @@ def train_config(args):
                           if getattr(args, name) is not None})
 
 
+def join_cluster(args):
+    """Passes the cluster flags to keras.distribution.initialize (by its environment
+    variables): JAX's; TensorFlow's workers read TF_CONFIG."""
+    from t2t_lite.utils.backend import JAX_CLUSTER_ENVIRONMENT as ENVIRONMENT
+    from t2t_lite.utils.backend import keras_backend
+
+    given = {flag: getattr(args, flag) for flag in ENVIRONMENT if getattr(args, flag) is not None}
+    if given and keras_backend() != "jax":
+        raise UserError(f"--{next(iter(given))} starts jax.distributed: on TensorFlow, several "
+                        "machines read TF_CONFIG (see t2t-lite-make-tf-configs)")
+    for flag, value in given.items():
+        os.environ[ENVIRONMENT[flag]] = str(value)
+
+
 def main(argv):
     """Returns the final evaluation's metrics."""
     args = parse_args(argv)
@@ -132,6 +159,7 @@ def main(argv):
     from t2t_lite.runner import Runner
     from t2t_lite.training.checkpoint_list import latest_step
 
+    join_cluster(args)
     distribution = backends.current().distribution(args.strategy)
     runner = Runner.create_or_resume(args.model_dir, args.problem, args.hparams_set,
                                      args.hparams, args.data_dir, args.init_from,

@@ -40,31 +40,39 @@ class _Examples:
 class TrainingBatches:
     """An endless iterator of training batches of the examples no longer than max_length:
     epoch after epoch, each a new permutation, bucketed by length and dealt in a shuffled
-    order. `position` (a dict) is where it is; `position = saved` continues from there."""
+    order. `position` (a dict) is where it is; `position = saved` continues from there.
 
-    def __init__(self, examples, batch_size, max_length, *, seed=0, devices=1):
+    In a multi-host run each process holds its own share of the examples and deals batches of
+    its devices' rows; every process must run the same program at each step, so they agree on
+    `steps_per_bucket`, the batches of each bucket an epoch deals (the largest share's, set by
+    the trainer after an all-gather): the deal order depends on these numbers and the seed only,
+    and a process whose share makes fewer batches of a bucket deals all-PAD batches in their
+    place, which add no token to the loss."""
+
+    def __init__(self, examples, batch_size, max_length, *, seed=0, devices=1, shared=False):
         kept = _Examples(examples)
         self.examples = kept
         self.boundaries, sizes = buckets(batch_size, max_length)
         self.rows = [devices * size for size in sizes[:-1]]
         self.widths = [boundary - 1 for boundary in self.boundaries]
         self._kept = np.flatnonzero(kept.lengths <= max_length)
-        if not len(self._kept):
+        if not len(self._kept) and not shared:
             raise ValueError(f"no training example is at most max_length={max_length} long")
         self._bucket = np.searchsorted(self.boundaries, kept.lengths, side="right")
+        counts = np.bincount(self._bucket[self._kept], minlength=len(self.rows))
+        self.steps_per_bucket = [-(-int(n) // rows) for n, rows in zip(counts, self.rows)]
         self.seed = seed
         self._epoch, self._index, self._order = 0, 0, None
 
     def _batches_of(self, epoch):
         """[(bucket, example indices)] of one epoch, in the order they are dealt."""
-        rng = np.random.default_rng([self.seed, epoch])
-        order = rng.permutation(self._kept)
+        order = np.random.default_rng([self.seed, epoch]).permutation(self._kept)
         batches = []
-        for bucket, rows in enumerate(self.rows):
+        for bucket, (rows, steps) in enumerate(zip(self.rows, self.steps_per_bucket)):
             members = order[self._bucket[order] == bucket]
-            batches += [(bucket, members[start:start + rows])
-                        for start in range(0, len(members), rows)]
-        return [batches[i] for i in rng.permutation(len(batches))]
+            batches += [(bucket, members[i * rows:(i + 1) * rows]) for i in range(steps)]
+        deal = np.random.default_rng([self.seed, epoch, 1]).permutation(len(batches))
+        return [batches[i] for i in deal]
 
     @property
     def position(self):

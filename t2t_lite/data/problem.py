@@ -293,22 +293,25 @@ class Problem:
                                      hparams.max_length, training=training,
                                      input_context=input_context, seed=seed)
 
-    def numpy_batches(self, split, data_dir, hparams, *, training, seed=0, devices=1):
+    def numpy_batches(self, split, data_dir, hparams, *, training, seed=0, devices=1,
+                      share=(0, 1)):
         """The JAX path's batches of `split`, read without TensorFlow: for training an endless
-        data.numpy_pipeline.TrainingBatches (its position checkpointable), else every example
-        once; rows for `devices` devices (see t2t_lite.data.numpy_pipeline)."""
+        data.numpy_pipeline.TrainingBatches (its position checkpointable) of `share` of the
+        examples (a process's of a multi-host run: records.read_in_written_order), else every
+        example once; rows for `devices` devices (see t2t_lite.data.numpy_pipeline)."""
         from t2t_lite.data import numpy_pipeline
 
-        examples = self.examples(split, data_dir, tensorflow=False)
         if training:
             self._report_length_filter(data_dir, hparams.max_length)
-            return numpy_pipeline.TrainingBatches(examples, hparams.batch_size,
-                                                  hparams.max_length, seed=seed,
-                                                  devices=devices)
+            return numpy_pipeline.TrainingBatches(
+                self.examples(split, data_dir, tensorflow=False, share=share),
+                hparams.batch_size, hparams.max_length, seed=seed, devices=devices,
+                shared=share[1] > 1)
+        examples = self.examples(split, data_dir, tensorflow=False)
         return numpy_pipeline.evaluation_batches(examples, hparams.batch_size,
                                                  hparams.max_length, devices)
 
-    def examples(self, split, data_dir, tensorflow=None):
+    def examples(self, split, data_dir, tensorflow=None, share=(0, 1)):
         """{"inputs", "targets"} numpy id sequences (with EOS) of `split`, one by one, in the
         order of its text pairs: unbatched, so that a sample of them is not biased by length
         buckets. Read by tf.data (which checks each record's CRC) on Keras's TensorFlow
@@ -320,7 +323,7 @@ class Problem:
         if not tensorflow:
             from t2t_lite.data.records import read_in_written_order
 
-            return read_in_written_order(paths, records, self._mend(split, data_dir))
+            return read_in_written_order(paths, records, self._mend(split, data_dir), share)
         import t2t_lite.backends.tensorflow.pipeline as pipeline
 
         return pipeline.read_in_written_order(paths)

@@ -91,10 +91,21 @@ def parse_example(record):
     return {name: np.asarray(feature[name].int64_list.value, "int32") for name in _FEATURES}
 
 
-def read_in_written_order(paths, records=None, fix="run datagen again to rewrite it"):
+def read_in_written_order(paths, records=None, fix="run datagen again to rewrite it",
+                          share=(0, 1)):
     """The examples of the shards at `paths` (in shard order) in the order datagen wrote them
     (example i to shard i % len(paths)), as pipeline.read_in_written_order gives them. `records`
-    ({basename: record}, the split's stats.json "shards") checks each shard's SHA-256."""
+    ({basename: record}, the split's stats.json "shards") checks each shard's SHA-256.
+
+    share (index, count): only share `index` of `count` disjoint ones (a process's of a
+    multi-host run): shards index, index + count, ... where there are at least `count`, so that
+    each process reads only its own; else examples index, index + count, ... of all."""
+    index, count = share
+    if count > 1 and len(paths) < count:
+        every = read_in_written_order(paths, records, fix)
+        yield from (example for i, example in enumerate(every) if i % count == index)
+        return
+    paths = paths[index::count]
     records = records or {}
     shards = [read_records(path, records.get(os.path.basename(path), {}).get("sha256"), fix)
               for path in paths]

@@ -21,3 +21,15 @@ def keras_backend():
             return json.load(f).get("backend", "tensorflow")
     except (OSError, ValueError, AttributeError):
         return "tensorflow"
+
+
+# The cluster of a multi-host JAX run, by the names keras.distribution.initialize reads (the
+# trainer's flags of the same names set them; t2t_lite.backends.jax.hosts starts it).
+JAX_CLUSTER_ENVIRONMENT = {"coordinator_address": "KERAS_DISTRIBUTION_JOB_ADDRESSES",
+                           "num_processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
+                           "process_id": "KERAS_DISTRIBUTION_PROCESS_ID"}
+
+
+def jax_cluster_requested():
+    """Whether the environment names a JAX cluster, as TF_CONFIG names TensorFlow's."""
+    return any(os.environ.get(name) for name in JAX_CLUSTER_ENVIRONMENT.values())

@@ -20,17 +20,21 @@ class JaxBackend(Backend):
 
     def distribution(self, strategy=None):
         """DataParallel over every local device (auto, with more than one; mirrored), or none
-        (default, or one device): keras.distribution's, set for the process."""
+        (default, or one device): keras.distribution's, set for the process. multi_worker (or
+        auto where KERAS_DISTRIBUTION_* name a cluster): jax.distributed's processes, and
+        DataParallel over the devices of them all (see t2t_lite.backends.jax.hosts)."""
         import jax
         import keras
 
+        from t2t_lite.backends.jax import hosts
         from t2t_lite.backends.jax.trainer import current_distribution
 
         if strategy is None:
             return current_distribution()
-        if strategy == "multi_worker":
-            raise UserError("--strategy=multi_worker is TensorFlow's (TF_CONFIG): on JAX, train "
-                            "on the local devices (--strategy=auto or mirrored)")
+        if strategy == "multi_worker" or (strategy == "auto" and hosts.requested()):
+            hosts.initialize()
+            keras.distribution.set_distribution(keras.distribution.DataParallel())
+            return current_distribution()
         if strategy not in ("auto", "default", "mirrored"):
             raise UserError(f"unknown --strategy '{strategy}': use auto, default, mirrored or "
                             "multi_worker")
@@ -47,10 +51,20 @@ class JaxBackend(Backend):
         return JaxTrainer(hparams, vocab_size)
 
     def training_data(self, problem, data_dir, hparams, seed, distribution):
+        """This process's share of the batches: in a multi-host run each process reads its own
+        shards, and the processes agree on the batches of each bucket an epoch deals."""
+        from t2t_lite.backends.jax import hosts
         from t2t_lite.backends.jax.trainer import data_devices
 
-        return problem.numpy_batches("train", data_dir, hparams, training=True, seed=seed or 0,
-                                     devices=data_devices())
+        data = problem.numpy_batches("train", data_dir, hparams, training=True, seed=seed or 0,
+                                     devices=data_devices(local=True),
+                                     share=(distribution.worker, distribution.workers))
+        if hosts.several():
+            data.steps_per_bucket = hosts.largest(data.steps_per_bucket)
+            if not sum(data.steps_per_bucket):
+                raise UserError(f"no training example is at most max_length="
+                                f"{hparams.max_length} long")
+        return data
 
     def translate_on_devices(self, translator, distribution):
         return None  # the JaxTranslator runs under the process's keras.distribution

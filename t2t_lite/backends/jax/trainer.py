@@ -23,6 +23,7 @@ from keras import ops
 from t2t_lite.models.transformer import create_model
 from t2t_lite.backends.base import Distribution
 from t2t_lite.backends.jax import checkpoints as jax_checkpoints
+from t2t_lite.backends.jax import hosts
 from t2t_lite.training.loop import run_updates
 from t2t_lite.training.loss import batch_statistics, summarize
 from t2t_lite.training.optimizer import create_optimizer, learning_rate_schedule
@@ -30,25 +31,43 @@ from t2t_lite.training.scalar_summaries import ScalarWriter
 from t2t_lite.utils.errors import UserError
 
 
-def data_devices():
+def data_devices(local=False):
     """How many devices a batch's rows are split over: those of keras.distribution's
-    DataParallel, if one is set, else 1."""
+    DataParallel, if one is set, else 1; `local`: those of this process (the rows of its share
+    of a training batch, in a multi-host run)."""
     distribution = keras.distribution.distribution()
-    return 1 if distribution is None else distribution.device_mesh.devices.size
+    if distribution is None:
+        return 1
+    mesh = distribution.device_mesh.backend_mesh  # a jax.sharding.Mesh
+    return len(mesh.local_devices) if local else mesh.devices.size
 
 
 def current_distribution():
-    """The Distribution of this process: keras.distribution's devices, on one host."""
-    return Distribution(devices=data_devices(), unit="device(s) (JAX)")
+    """The Distribution of this process: keras.distribution's devices, and this process's
+    place among those of a multi-host run (process 0 is the chief)."""
+    return Distribution(worker=jax.process_index(), workers=jax.process_count(),
+                        devices=data_devices(), unit="device(s) (JAX)")
 
 
 def _placed(batch):
-    """The batch's arrays laid out by the distribution (rows split over its devices)."""
+    """The batch's arrays laid out by the distribution (rows split over its devices): a batch
+    every process holds whole (an evaluation's, read by each)."""
     distribution = keras.distribution.distribution()
     if distribution is None:
         return batch
     return jax.tree.map(lambda x: keras.distribution.distribute_tensor(
         x, distribution.get_data_layout(x.shape)), batch)
+
+
+def _assembled(share):
+    """The global training batch whose rows on this process's devices are `share`, this
+    process's part (every process reads its own): jax.make_array_from_process_local_data, as
+    Keras's own trainer assembles it; on one process, the batch laid out as _placed does."""
+    distribution = keras.distribution.distribution()
+    if distribution is None:
+        return share
+    return jax.tree.map(lambda x: jax.make_array_from_process_local_data(
+        distribution.get_data_layout(x.shape).backend_layout, x), share)
 
 
 class JaxTrainer:
@@ -137,7 +156,7 @@ class JaxTrainer:
         trainable, non_trainable, optimizer_variables = self.state
         gradients, sums = None, None
         for features, labels in batches:
-            features, labels = _placed((features, labels))
+            features, labels = _assembled((features, labels))
             step_gradients, stats, non_trainable = self._gradients(trainable, non_trainable,
                                                                    features, labels)
             if sums is None:
@@ -209,7 +228,11 @@ class JaxTrainer:
             jax_checkpoints.remove_partial_saves(checkpoint_dir)
         writer = ScalarWriter(summary_dir) if summary_dir else None
 
+        if budget and hosts.several():
+            budget = hosts.AgreedBudget(budget)
+
         def update(stop, out_of_time, rate_factor):
+            stop, out_of_time = hosts.agree_on_stops(stop, out_of_time)
             sums = self.train_step([next(data) for _ in range(self.hparams.accumulate_steps)],
                                    rate_factor)
             return sums, self.step, stop, out_of_time
