@@ -28,7 +28,8 @@ class HParamsError(UserError, ValueError):
 # change them (e.g. a lower learning_rate after the loss diverged, or float16 to go faster).
 TRAINING_ONLY = ("dropout", "attention_dropout", "relu_dropout", "batch_size", "label_smoothing",
                  "learning_rate", "peak_learning_rate", "warmup_steps", "budget_cooldown",
-                 "clip_grad_norm", "accumulate_steps", "precision")
+                 "clip_grad_norm", "accumulate_steps", "precision", "model_parallel",
+                 "packed_length")
 # Hparams that define the function a model's weights compute: a model started from another's
 # weights (the trainer's --init_from) must have the same values.
 ARCHITECTURE = ("num_encoder_layers", "num_decoder_layers", "d_model", "d_ff", "num_heads",
@@ -102,6 +103,12 @@ class HParams:
     clip_grad_norm: float = _range(0.0, 0)  # 0 = no clipping
     accumulate_steps: int = _range(1, 1, INT32_MAX)  # micro-batches per optimizer update
     precision: str = _choice("float32", "mixed_float16", "mixed_bfloat16")
+    # JAX: the embedding, feed-forward and attention weights split over this many devices
+    # (keras.distribution.ModelParallel; the batch over the rest); 1: DataParallel.
+    model_parallel: int = _range(1, 1, 4096)
+    # JAX: training rows of this many tokens a side, several examples each (segment ids; about
+    # batch_size / packed_length rows a device), instead of length buckets; 0: buckets.
+    packed_length: int = _range(0, 0, 65536)
     # Decoding.
     beam_size: int = _range(4, 1, 1024)
     alpha: float = _range(0.6, 0, 10)  # length penalty ((5 + length) / 6) ** alpha

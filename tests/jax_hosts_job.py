@@ -15,14 +15,16 @@ after the third update, after the restored third update, and its share's row cou
 import os
 import sys
 
-import jax
-import keras
-import numpy as np
+sys.modules["tensorflow"] = None  # as tests/jax_jobs.py: this side must not need it (nor load it)
 
-from t2t_lite.backends.jax import hosts
-from t2t_lite.backends.jax.trainer import JaxTrainer, data_devices
-from t2t_lite.data.numpy_pipeline import TrainingBatches
-from t2t_lite import registry
+import jax  # noqa: E402
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from t2t_lite import registry  # noqa: E402
+from t2t_lite.backends.jax import hosts  # noqa: E402
+from t2t_lite.backends.jax.trainer import JaxTrainer, data_devices  # noqa: E402
+from t2t_lite.data.numpy_pipeline import TrainingBatches  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 from tiny_model_dir import OVERRIDES  # noqa: E402

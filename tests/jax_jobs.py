@@ -125,7 +125,8 @@ def data_parallel(config, arrays):
     virtual CPU devices XLA_FLAGS makes), each from the same initialization; the loss of each
     update; and how many devices the second run's batches were laid out on. The second run
     updates at config["rate_factor"] (a time budget's cool-down) times a learning rate that
-    much higher: the same rate."""
+    much higher: the same rate. Then it trains two epochs more, counting the batch shapes and
+    the compiled programs."""
     from t2t_lite.data.numpy_pipeline import TrainingBatches
     from t2t_lite.backends.jax.trainer import JaxTrainer, _placed
 
@@ -153,11 +154,68 @@ def data_parallel(config, arrays):
         placed = _placed(next(data))[0]["inputs"]  # numpy without a distribution: one device
         results[f"placed_on_{devices}"] = np.array(
             len(placed.sharding.device_set) if hasattr(placed, "sharding") else 1)
+    # Static shapes: the programs compiled by the end of the first epoch (one per bucket's
+    # shape dealt) are all a second epoch needs.
+    dealt = TrainingBatches(examples, hparams.batch_size, hparams.max_length, seed=0, devices=2)
+    shapes = set()
+    while dealt.position["epoch"] == 0:
+        shapes.add(next(dealt)[1].shape)
+    while data.position["epoch"] == 0:
+        trainer.train_step([next(data)])
+    results["shapes_in_an_epoch"] = np.array(len(shapes))
+    results["programs_after_one_epoch"] = np.array(trainer._gradients._cache_size())
+    results["updates_after_one_epoch"] = np.array(trainer._apply._cache_size())
+    while data.position["epoch"] == 1:
+        trainer.train_step([next(data)])
+    results["programs_after_two_epochs"] = np.array(trainer._gradients._cache_size())
+    results["updates_after_two_epochs"] = np.array(trainer._apply._cache_size())
+    return results
+
+
+def model_parallel(config, arrays):
+    """The logits and evaluation loss of one batch, and the losses of config["steps"] updates,
+    of the same model (the same initial weights, dropout seeds and
+    batches) under DataParallel over four devices and under hparams model_parallel=2 (the
+    backend's ModelParallel: a 2 x 2 mesh); and how many rows of the shared embedding and
+    columns of a feed-forward kernel each device holds."""
+    from t2t_lite.backends.jax.backend import JaxBackend
+    from t2t_lite.backends.jax.trainer import _placed
+    from t2t_lite.data.numpy_pipeline import TrainingBatches
+
+    assert len(jax.devices()) == 4, jax.devices()
+    hparams = HParams(**config["hparams"])
+    examples = [{"inputs": i, "targets": t} for i, t in zip(
+        np.split(arrays["inputs"], arrays["input_ends"][:-1]),
+        np.split(arrays["targets"], arrays["target_ends"][:-1]))]
+    data = TrainingBatches(examples, hparams.batch_size, hparams.max_length, seed=0, devices=4)
+    batches = [next(data) for _ in range(config["steps"])]
+    results, initial = {}, None
+    for name, split in (("data", 1), ("model", 2)):
+        keras.distribution.set_distribution(keras.distribution.DataParallel())
+        keras.utils.set_random_seed(7)
+        trainer = JaxBackend().trainer(hparams.replace(model_parallel=split),
+                                       config["vocab_size"])
+        if initial is None:
+            initial = trainer.model.get_weights()
+        else:
+            trainer.model.set_weights(initial)
+            trainer.reload()
+        features, _ = _placed(batches[0])
+        logits, _ = trainer.model.stateless_call(trainer.state[0], trainer.state[1], features,
+                                                 training=False)
+        results[f"logits_{name}"] = np.asarray(logits)
+        results[f"eval_loss_{name}"] = np.array(trainer.evaluate(batches[:1])["loss"])
+        results[f"losses_{name}"] = np.array([trainer.train_step([b])["loss"] for b in batches])
+        by_path = {v.path.split("/", 1)[1]: v for v in trainer.model.trainable_variables}
+        for part, path in (("embedding_rows", "shared_embedding/embeddings"),
+                           ("hidden_columns", "encoder_0/feed_forward/hidden/kernel")):
+            value = by_path[path].value
+            results[f"{part}_{name}"] = np.array(value.sharding.shard_shape(value.shape))
     return results
 
 
 JOBS = {"gradients": gradients, "translate": translate, "ensemble": ensemble,
-        "data_parallel": data_parallel}
+        "data_parallel": data_parallel, "model_parallel": model_parallel}
 
 if __name__ == "__main__":
     job, in_path, out_path = sys.argv[1:]

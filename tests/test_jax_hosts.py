@@ -21,6 +21,8 @@ from t2t_lite.training.checkpoint_list import latest_step
 pytestmark = [pytest.mark.jax, pytest.mark.distributed]
 
 TESTS = os.path.dirname(__file__)
+# As test_jax_backend's jobs: small programs compile sooner without LLVM's optimizations.
+FAST_COMPILE = "--xla_backend_optimization_level=0"
 USR_PROBLEMS = os.path.join(TESTS, "usr_problems.py")
 
 
@@ -35,7 +37,7 @@ def jax_environment(devices, **more):
     repository = os.path.dirname(TESTS)
     return {**os.environ, "KERAS_BACKEND": "jax", "CUDA_VISIBLE_DEVICES": "",
             "JAX_PLATFORMS": "cpu",
-            "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+            "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices} {FAST_COMPILE}",
             "PYTHONPATH": os.pathsep.join([repository, os.environ.get("PYTHONPATH", "")]),
             **more}
 

@@ -37,6 +37,11 @@ class _Examples:
         return {"inputs": inputs, "targets": targets}, targets
 
 
+def examples_in_memory(examples):
+    """The examples' inputs, targets and padded sizes, as lists and an array."""
+    return _Examples(examples)
+
+
 class TrainingBatches:
     """An endless iterator of training batches of the examples no longer than max_length:
     epoch after epoch, each a new permutation, bucketed by length and dealt in a shuffled

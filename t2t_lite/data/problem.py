@@ -301,6 +301,14 @@ class Problem:
         example once; rows for `devices` devices (see t2t_lite.data.numpy_pipeline)."""
         from t2t_lite.data import numpy_pipeline
 
+        if training and hparams.packed_length:
+            from t2t_lite.data.packing import PackedBatches
+
+            self._report_length_filter(data_dir, hparams.packed_length)
+            return PackedBatches(
+                self.examples(split, data_dir, tensorflow=False, share=share),
+                hparams.packed_length, max(1, hparams.batch_size // hparams.packed_length),
+                seed=seed, devices=devices, shared=share[1] > 1)
         if training:
             self._report_length_filter(data_dir, hparams.max_length)
             return numpy_pipeline.TrainingBatches(

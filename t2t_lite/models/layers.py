@@ -19,6 +19,13 @@ def padding_mask(ids):
     return (ids != PAD_ID)[:, None, None, :]
 
 
+def segment_mask(query_segments, key_segments):
+    """Packed rows ([B, Tq] and [B, Tk] segment ids, 0 at padding) -> [B, 1, Tq, Tk]: True
+    where a query and a real key belong to the same example."""
+    same = query_segments[:, :, None] == key_segments[:, None, :]
+    return (same & (key_segments != 0)[:, None, :])[:, None]
+
+
 def causal_mask(length):
     """[1, 1, T, T]: position i may attend to positions <= i."""
     positions = ops.arange(length)

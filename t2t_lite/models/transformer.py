@@ -10,7 +10,13 @@ import keras_hub
 from keras import layers, ops
 
 from t2t_lite.config import PAD_ID, HParams
-from t2t_lite.models.layers import DecoderLayer, EncoderLayer, causal_mask, padding_mask
+from t2t_lite.models.layers import (
+    DecoderLayer,
+    EncoderLayer,
+    causal_mask,
+    padding_mask,
+    segment_mask,
+)
 
 
 def create_model(hparams, vocab_size):
@@ -28,7 +34,11 @@ class Transformer(keras.Model):
 
     `call({"inputs": [B, S], "targets": [B, T]})` returns float32 logits [B, T, vocab_size] that
     predict targets[:, t] from inputs and targets[:, :t] (the decoder input is shifted right with
-    PAD as the start symbol).
+    PAD as the start symbol). Packed rows (t2t_lite.data.packing: several examples a row) add
+    "inputs_segmentation", "targets_segmentation" (example ids, 0 at padding) and
+    "inputs_position", "targets_position" (positions counted from 0 in each example), as
+    tensor2tensor's packed problems: attention stays within an example, the decoder input
+    starts each example with PAD, and the logits are those of each example alone.
     """
 
     def __init__(self, hparams, vocab_size, **kwargs):
@@ -51,10 +61,12 @@ class Transformer(keras.Model):
             layers.LayerNormalization(epsilon=hparams.layer_norm_epsilon, name=name)
             if pre_norm else None for name in ("encoder_norm", "decoder_norm"))
 
-    def _embed(self, ids, training, start_index=0):
+    def _embed(self, ids, training, start_index=0, positions=None):
         x = self.embedding(ids) * ops.cast(math.sqrt(self.hparams.d_model), self.compute_dtype)
-        positions = self.position_encoding(x, start_index=start_index)
-        return self.embedding_dropout(x + ops.cast(positions, x.dtype), training=training)
+        sinusoids = self.position_encoding(x, start_index=start_index)
+        if positions is not None:  # packed rows: those of each token's own position
+            sinusoids = ops.take(sinusoids[0], positions, axis=0)
+        return self.embedding_dropout(x + ops.cast(sinusoids, x.dtype), training=training)
 
     def _logits(self, x):
         if self.decoder_norm is not None:
@@ -62,11 +74,13 @@ class Transformer(keras.Model):
         weights = ops.cast(self.embedding.embeddings, x.dtype)
         return ops.cast(ops.matmul(x, ops.transpose(weights)), "float32")
 
-    def encode(self, inputs, training=False, return_attention_scores=False):
+    def encode(self, inputs, training=False, return_attention_scores=False, segments=None,
+               positions=None):
         """inputs [B, S] -> (memory [B, S, d_model], memory_mask [B, 1, 1, S]); with
-        return_attention_scores, also each layer's self-attention weights [B, h, S, S]."""
-        mask = padding_mask(inputs)
-        x = self._embed(inputs, training)
+        return_attention_scores, also each layer's self-attention weights [B, h, S, S]. Packed
+        rows: with their segments and positions (the mask is then [B, 1, S, S])."""
+        mask = padding_mask(inputs) if segments is None else segment_mask(segments, segments)
+        x = self._embed(inputs, training, positions=positions)
         weights = []
         for layer in self.encoder_layers:
             if return_attention_scores:
@@ -78,13 +92,18 @@ class Transformer(keras.Model):
             x = self.encoder_norm(x)
         return (x, mask, weights) if return_attention_scores else (x, mask)
 
-    def decode(self, targets, memory, memory_mask, training=False, return_attention_scores=False):
+    def decode(self, targets, memory, memory_mask, training=False, return_attention_scores=False,
+               segments=None, positions=None):
         """Teacher-forced logits [B, T, vocab_size] for all target positions at once; with
         return_attention_scores, (logits, each layer's self-attention weights [B, h, T, T],
-        each layer's cross-attention weights [B, h, T, S])."""
+        each layer's cross-attention weights [B, h, T, S]). Packed rows: with their segments
+        and positions (memory_mask: segment_mask of the targets' and the inputs' segments)."""
         shifted = ops.pad(targets[:, :-1], ((0, 0), (1, 0)), constant_values=PAD_ID)
-        x = self._embed(shifted, training)
         self_mask = causal_mask(ops.shape(targets)[1])
+        if segments is not None:  # each example starts with PAD and sees only itself
+            shifted = ops.where(positions == 0, ops.cast(PAD_ID, shifted.dtype), shifted)
+            self_mask = self_mask & segment_mask(segments, segments)
+        x = self._embed(shifted, training, positions=positions)
         self_weights, cross_weights = [], []
         for layer in self.decoder_layers:
             if return_attention_scores:
@@ -98,8 +117,15 @@ class Transformer(keras.Model):
         return (logits, self_weights, cross_weights) if return_attention_scores else logits
 
     def call(self, features, training=False):
-        memory, memory_mask = self.encode(features["inputs"], training=training)
-        return self.decode(features["targets"], memory, memory_mask, training=training)
+        if "inputs_segmentation" not in features:
+            memory, memory_mask = self.encode(features["inputs"], training=training)
+            return self.decode(features["targets"], memory, memory_mask, training=training)
+        sources, targets = features["inputs_segmentation"], features["targets_segmentation"]
+        memory, _ = self.encode(features["inputs"], training=training, segments=sources,
+                                positions=features["inputs_position"])
+        return self.decode(features["targets"], memory, segment_mask(targets, sources),
+                           training=training, segments=targets,
+                           positions=features["targets_position"])
 
     def init_cache(self, memory, memory_mask, max_length):
         """Decoding state for up to max_length steps; every entry is batch-major so that beam

@@ -46,8 +46,22 @@ class JaxBackend(Backend):
         return current_distribution()
 
     def trainer(self, hparams, vocab_size, distribution=None, jit_compile=False):
-        from t2t_lite.backends.jax.trainer import JaxTrainer  # jit_compile: JAX always is
+        """A JaxTrainer (jit_compile: JAX always is); with hparams model_parallel > 1, under
+        keras.distribution.ModelParallel over every device (backends/jax/model_parallel.py)."""
+        import jax
+        import keras
 
+        from t2t_lite.backends.jax import hosts
+        from t2t_lite.backends.jax.model_parallel import model_parallel
+        from t2t_lite.backends.jax.trainer import JaxTrainer
+
+        if hparams.model_parallel > 1:
+            if hosts.several():
+                raise UserError("model_parallel is for one process's devices: its checkpoints "
+                                "cannot yet be gathered across processes; drop it with several "
+                                "processes")
+            keras.distribution.set_distribution(
+                model_parallel(hparams, vocab_size, jax.devices()))
         return JaxTrainer(hparams, vocab_size)
 
     def training_data(self, problem, data_dir, hparams, seed, distribution):

@@ -18,6 +18,7 @@ translator reads them as on any backend.
 
 import jax
 import keras
+import numpy as np
 from keras import ops
 
 from t2t_lite.models.transformer import create_model
@@ -32,14 +33,19 @@ from t2t_lite.utils.errors import UserError
 
 
 def data_devices(local=False):
-    """How many devices a batch's rows are split over: those of keras.distribution's
-    DataParallel, if one is set, else 1; `local`: those of this process (the rows of its share
+    """How many parts a batch's rows are split into: the devices along the batch axis of
+    keras.distribution's mesh (all of DataParallel's; ModelParallel's devices / model_parallel),
+    if one is set, else 1; `local`: the parts on this process's devices (the rows of its share
     of a training batch, in a multi-host run)."""
     distribution = keras.distribution.distribution()
     if distribution is None:
         return 1
     mesh = distribution.device_mesh.backend_mesh  # a jax.sharding.Mesh
-    return len(mesh.local_devices) if local else mesh.devices.size
+    axis = mesh.axis_names.index(distribution.batch_dim_name)
+    if not local:
+        return mesh.devices.shape[axis]
+    return len({place[axis] for place, device in np.ndenumerate(mesh.devices)
+                if device.process_index == jax.process_index()})
 
 
 def current_distribution():

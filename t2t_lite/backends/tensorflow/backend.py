@@ -2,6 +2,7 @@
 the TensorFlowTranslator (its tf.function search, which the SavedModel exports)."""
 
 from t2t_lite.backends.base import Backend
+from t2t_lite.utils.errors import UserError
 
 
 class TensorFlowBackend(Backend):
@@ -20,6 +21,13 @@ class TensorFlowBackend(Backend):
     def trainer(self, hparams, vocab_size, distribution=None, jit_compile=False):
         from t2t_lite.backends.tensorflow.trainer import Trainer
 
+        if hparams.model_parallel > 1:
+            raise UserError(f"model_parallel={hparams.model_parallel} splits weights with "
+                            "keras.distribution.ModelParallel, which is JAX's: train with "
+                            "KERAS_BACKEND=jax, or drop it")
+        if hparams.packed_length:
+            raise UserError(f"packed_length={hparams.packed_length} packs the JAX path's "
+                            "batches: train with KERAS_BACKEND=jax, or drop it")
         return Trainer(hparams, vocab_size, distribution.handle if distribution else None,
                        jit_compile)
 
