@@ -43,7 +43,8 @@ def corpus_examples(pairs, vocab):
             f.write("\n".join(sources + targets) + "\n")
         spm.SentencePieceTrainer.train(input=text, model_prefix=os.path.join(directory, "sp"),
                                        vocab_size=vocab, model_type="unigram", pad_id=0,
-                                       eos_id=1, unk_id=2, bos_id=-1, minloglevel=2)
+                                       eos_id=1, unk_id=2, bos_id=-1, minloglevel=2,
+                                       hard_vocab_limit=False)
         model = spm.SentencePieceProcessor(model_file=os.path.join(directory, "sp.model"))
     return [{"inputs": np.array(model.encode(s) + [1], "int32"),
              "targets": np.array(model.encode(t) + [1], "int32")}
@@ -80,7 +81,7 @@ def speed(trainer, data, steps):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=20000)
-    parser.add_argument("--vocab", type=int, default=8000)
+    parser.add_argument("--vocab", type=int, default=4000)
     parser.add_argument("--hparams_set", default="transformer_tiny")
     parser.add_argument("--batch_size", type=int, default=2048)
     parser.add_argument("--length", type=int, default=64)

@@ -301,20 +301,17 @@ class Problem:
         example once; rows for `devices` devices (see t2t_lite.data.numpy_pipeline)."""
         from t2t_lite.data import numpy_pipeline
 
-        if training and hparams.packed_length:
+        if training:  # packed rows (t2t_lite.data.packing) or length buckets
             from t2t_lite.data.packing import PackedBatches
 
-            self._report_length_filter(data_dir, hparams.packed_length)
-            return PackedBatches(
-                self.examples(split, data_dir, tensorflow=False, share=share),
-                hparams.packed_length, max(1, hparams.batch_size // hparams.packed_length),
-                seed=seed, devices=devices, shared=share[1] > 1)
-        if training:
-            self._report_length_filter(data_dir, hparams.max_length)
-            return numpy_pipeline.TrainingBatches(
-                self.examples(split, data_dir, tensorflow=False, share=share),
-                hparams.batch_size, hparams.max_length, seed=seed, devices=devices,
-                shared=share[1] > 1)
+            limit = hparams.packed_length or hparams.max_length
+            self._report_length_filter(data_dir, limit)
+            examples = self.examples(split, data_dir, tensorflow=False, share=share)
+            if hparams.packed_length:
+                return PackedBatches(examples, limit, max(1, hparams.batch_size // limit),
+                                     seed=seed, devices=devices, shared=share[1] > 1)
+            return numpy_pipeline.TrainingBatches(examples, hparams.batch_size, limit, seed=seed,
+                                                  devices=devices, shared=share[1] > 1)
         examples = self.examples(split, data_dir, tensorflow=False)
         return numpy_pipeline.evaluation_batches(examples, hparams.batch_size,
                                                  hparams.max_length, devices)
