@@ -119,6 +119,13 @@ def translations(model, config, settings=None):
     return {"texts": json.dumps(texts), **results}
 
 
+def ragged_examples(arrays):
+    """The examples test_jax_backend.ragged() flattened into `arrays`."""
+    return [{"inputs": i, "targets": t} for i, t in zip(
+        np.split(arrays["inputs"], arrays["input_ends"][:-1]),
+        np.split(arrays["targets"], arrays["target_ends"][:-1]))]
+
+
 def data_parallel(config, arrays):
     """The trainable weights after config["steps"] updates from the same batches (rows for two
     devices) on one device, then split over two (keras.distribution.DataParallel over the two
@@ -132,9 +139,7 @@ def data_parallel(config, arrays):
 
     assert len(jax.devices()) == 2, jax.devices()
     hparams = HParams(**config["hparams"])
-    examples = [{"inputs": i, "targets": t} for i, t in zip(
-        np.split(arrays["inputs"], arrays["input_ends"][:-1]),
-        np.split(arrays["targets"], arrays["target_ends"][:-1]))]
+    examples = ragged_examples(arrays)
     results = {}
     for devices in (1, 2):
         keras.distribution.set_distribution(
@@ -184,9 +189,7 @@ def model_parallel(config, arrays):
 
     assert len(jax.devices()) == 4, jax.devices()
     hparams = HParams(**config["hparams"])
-    examples = [{"inputs": i, "targets": t} for i, t in zip(
-        np.split(arrays["inputs"], arrays["input_ends"][:-1]),
-        np.split(arrays["targets"], arrays["target_ends"][:-1]))]
+    examples = ragged_examples(arrays)
     data = TrainingBatches(examples, hparams.batch_size, hparams.max_length, seed=0, devices=4)
     batches = [next(data) for _ in range(config["steps"])]
     results, initial = {}, None

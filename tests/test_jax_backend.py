@@ -55,6 +55,13 @@ def on_jax(job, tmp_path, model, config=None, devices=1, **arrays):
         return dict(results)
 
 
+def ragged(inputs, targets):
+    """Examples of varied lengths as flat arrays and their ends (jax_jobs.ragged_examples)."""
+    return {"inputs": np.concatenate(inputs), "input_ends": np.cumsum([len(x) for x in inputs]),
+            "targets": np.concatenate(targets),
+            "target_ends": np.cumsum([len(x) for x in targets])}
+
+
 def test_the_same_weights_and_batch_give_the_same_logits_loss_and_gradients(tmp_path):
     """A 2+2-layer model with label smoothing, in training mode, on a batch of several lengths
     with padding on both sides: JAX's logits, summed statistics and gradients (of every
@@ -202,9 +209,7 @@ def test_data_parallel_over_two_devices_updates_as_one_device_does(tmp_path):
     on = on_jax("data_parallel", tmp_path, None,
                 {"hparams": hparams.to_dict(), "vocab_size": 12, "steps": 5, "rate_factor": 0.5},
                 devices=2,
-                inputs=np.concatenate(inputs), input_ends=np.cumsum([len(x) for x in inputs]),
-                targets=np.concatenate(targets),
-                target_ends=np.cumsum([len(x) for x in targets]))
+                **ragged(inputs, targets))
     assert on["placed_on_1"] == 1 and on["placed_on_2"] == 2
     # Static shapes (for TPUs): a gradient program per bucket shape, compiled in the first pass
     # over the data, and none after it. (The first pass compiles each program once more than
@@ -242,9 +247,7 @@ def test_model_parallel_gives_the_logits_loss_and_updates_of_data_parallel(tmp_p
                       warmup_steps=10)
     on = on_jax("model_parallel", tmp_path, None,
                 {"hparams": hparams.to_dict(), "vocab_size": 16, "steps": 3}, devices=4,
-                inputs=np.concatenate(inputs), input_ends=np.cumsum([len(x) for x in inputs]),
-                targets=np.concatenate(targets),
-                target_ends=np.cumsum([len(x) for x in targets]))
+                **ragged(inputs, targets))
     assert list(on["embedding_rows_data"]) == [16, 32] and list(on["hidden_columns_data"]) == [
         32, 64]
     assert list(on["embedding_rows_model"]) == [8, 32]

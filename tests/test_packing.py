@@ -82,10 +82,10 @@ def test_a_packed_batch_gives_the_logits_loss_and_gradients_of_its_examples(norm
     for a, b in zip(packed_gradients, alone_gradients):
         np.testing.assert_allclose(tf.convert_to_tensor(a).numpy(),
                                    tf.convert_to_tensor(b).numpy(), rtol=1e-4, atol=1e-6)
+    (rows,) = packed._order  # the batch's rows, each a list of example indices
     for i, example in enumerate(data):  # find example i's target tokens in the packed rows
-        row = next(r for r, members in enumerate(packed._packed) if i in members)
-        segment = packed._packed[row].index(i) + 1
-        where = features["targets_segmentation"][packed._order.tolist().index(row)] == segment
-        np.testing.assert_allclose(
-            packed_logits[packed._order.tolist().index(row)][where],
-            alone_logits[i, :len(example["targets"])], rtol=1e-4, atol=1e-5)
+        row = next(r for r, members in enumerate(rows) if i in members)
+        where = features["targets_segmentation"][row] == rows[row].index(i) + 1
+        np.testing.assert_allclose(packed_logits[row][where],
+                                   alone_logits[i, :len(example["targets"])],
+                                   rtol=1e-4, atol=1e-5)

@@ -42,7 +42,43 @@ def examples_in_memory(examples):
     return _Examples(examples)
 
 
-class TrainingBatches:
+class DealtBatches:
+    """An endless iterator over epochs, each a list of batch plans (`_batches_of(epoch)`,
+    fixed by the seed and the epoch) made into batches one by one (`_batch(plan)`); `position`
+    (a dict: epoch, batch) is where it is, and `position = saved` continues from there. The
+    bucketed and the packed training batches deal alike."""
+
+    _epoch, _index, _order = 0, 0, None
+
+    def _batches_of(self, epoch):
+        raise NotImplementedError
+
+    def _batch(self, plan):
+        raise NotImplementedError
+
+    @property
+    def position(self):
+        return {"epoch": self._epoch, "batch": self._index}
+
+    @position.setter
+    def position(self, saved):
+        self._epoch, self._index, self._order = int(saved["epoch"]), int(saved["batch"]), None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._order is None:
+            self._order = self._batches_of(self._epoch)
+        if self._index == len(self._order):
+            self._epoch, self._index = self._epoch + 1, 0
+            self._order = self._batches_of(self._epoch)
+        plan = self._order[self._index]
+        self._index += 1
+        return self._batch(plan)
+
+
+class TrainingBatches(DealtBatches):
     """An endless iterator of training batches of the examples no longer than max_length:
     epoch after epoch, each a new permutation, bucketed by length and dealt in a shuffled
     order. `position` (a dict) is where it is; `position = saved` continues from there.
@@ -67,7 +103,6 @@ class TrainingBatches:
         counts = np.bincount(self._bucket[self._kept], minlength=len(self.rows))
         self.steps_per_bucket = [-(-int(n) // rows) for n, rows in zip(counts, self.rows)]
         self.seed = seed
-        self._epoch, self._index, self._order = 0, 0, None
 
     def _batches_of(self, epoch):
         """[(bucket, example indices)] of one epoch, in the order they are dealt."""
@@ -79,25 +114,8 @@ class TrainingBatches:
         deal = np.random.default_rng([self.seed, epoch, 1]).permutation(len(batches))
         return [batches[i] for i in deal]
 
-    @property
-    def position(self):
-        return {"epoch": self._epoch, "batch": self._index}
-
-    @position.setter
-    def position(self, saved):
-        self._epoch, self._index, self._order = int(saved["epoch"]), int(saved["batch"]), None
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self._order is None:
-            self._order = self._batches_of(self._epoch)
-        if self._index == len(self._order):
-            self._epoch, self._index = self._epoch + 1, 0
-            self._order = self._batches_of(self._epoch)
-        bucket, members = self._order[self._index]
-        self._index += 1
+    def _batch(self, plan):
+        bucket, members = plan
         return self.examples.batch(members, self.rows[bucket], self.widths[bucket])
 
 

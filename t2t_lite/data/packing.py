@@ -12,7 +12,7 @@ segment, positions from 0 in each: t2t_lite.models.transformer).
 
 import numpy as np
 
-from t2t_lite.data.numpy_pipeline import examples_in_memory
+from t2t_lite.data.numpy_pipeline import DealtBatches, examples_in_memory
 
 _OPEN_ROWS = 16  # rows still taking examples: more pack tighter and cost more time
 
@@ -37,7 +37,7 @@ def pack(input_lengths, target_lengths, order, length):
     return rows
 
 
-class PackedBatches:
+class PackedBatches(DealtBatches):
     """An endless iterator of packed batches ({"inputs", "targets", "inputs_segmentation",
     "targets_segmentation", "inputs_position", "targets_position"}, targets) of the examples
     no longer than `length`, `rows` rows a device; TrainingBatches's position, seed and
@@ -56,32 +56,15 @@ class PackedBatches:
         self._packed = pack(*sizes, order, length)
         self.steps_per_bucket = [-(-len(self._packed) // self.rows)]
         self.seed = seed
-        self._epoch, self._index, self._order = 0, 0, None
 
-    @property
-    def position(self):
-        return {"epoch": self._epoch, "batch": self._index}
+    def _batches_of(self, epoch):
+        """steps_per_bucket[0] lists of rows (packed example indices), the rows in a new order
+        each epoch; those past the last row are empty (all-PAD batches)."""
+        order = np.random.default_rng([self.seed, epoch, 3]).permutation(len(self._packed))
+        return [[self._packed[r] for r in order[i * self.rows:(i + 1) * self.rows]]
+                for i in range(self.steps_per_bucket[0])]
 
-    @position.setter
-    def position(self, saved):
-        self._epoch, self._index, self._order = int(saved["epoch"]), int(saved["batch"]), None
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self._order is None:
-            self._order = np.random.default_rng([self.seed, self._epoch, 3]).permutation(
-                len(self._packed))
-        if self._index == self.steps_per_bucket[0]:
-            self._epoch, self._index = self._epoch + 1, 0
-            self._order = np.random.default_rng([self.seed, self._epoch, 3]).permutation(
-                len(self._packed))
-        start = self._index * self.rows
-        self._index += 1
-        return self.batch([self._packed[r] for r in self._order[start:start + self.rows]])
-
-    def batch(self, rows):
+    def _batch(self, rows):
         """The packed batch of `rows` (lists of example indices; fewer than self.rows: the
         rest all PAD, segment 0)."""
         shape = (self.rows, self.length)
