@@ -120,7 +120,8 @@ def test_a_sigterm_to_one_process_stops_both_with_one_checkpoint_and_both_resume
     shares): process 0 generates it, trains with process 1, and alone writes into model_dir
     (process 1's checkpoints go to its own temporary directory, removed at exit). SIGTERM to
     process 1 stops both after the same update, process 0 having saved that step; the same
-    command resumes both from it to the end, with the same final evaluation on both."""
+    command resumes both from it to the end, with the same final evaluation on both. Process 1
+    exits only after process 0's checkpoint is whole (the barrier after every save)."""
     model_dir, data_dir = tmp_path / "model", tmp_path / "data"
     temporary = [tmp_path / "tmp0", tmp_path / "tmp1"]
     for path in temporary:
@@ -140,11 +141,13 @@ def test_a_sigterm_to_one_process_stops_both_with_one_checkpoint_and_both_resume
             pytest.fail(logs[0].read_text()[-3000:] + logs[1].read_text()[-3000:])
         time.sleep(0.1)
     processes[1].send_signal(signal.SIGTERM)
+    wait_all(processes[1:], 300)
+    step = latest_step(str(model_dir))  # process 1 left only once process 0's save was whole
     wait_all(processes, 300)
     texts = [log.read_text() for log in logs]
     for process, text in zip(processes, texts):
         assert process.returncode == 2, text[-3000:]
-    step = latest_step(str(model_dir))
+    assert latest_step(str(model_dir)) == step
     assert step >= 5
     assert error_lines(texts[0])[-1].endswith(
         f"error: stopped by a signal to another worker at step {step}; saved "

@@ -246,7 +246,11 @@ class JaxTrainer:
         def save():
             if not checkpoint_dir:
                 return None
-            return self.save(checkpoint_dir, data.position, keep_checkpoints)
+            path = self.save(checkpoint_dir, data.position, keep_checkpoints)
+            # No process goes on (or exits, on a stop) before process 0's checkpoint is whole:
+            # a scheduler that ends the job when one process exits cannot cut it short.
+            hosts.barrier(f"saved step {self.step}")
+            return path
 
         try:
             return run_updates(update, save, self.learning_rate, step=self.step,
