@@ -154,12 +154,12 @@ def parser(tmp_path_factory):
     """A small model trained by the CLIs on a synthetic treebank (with punctuation and words of
     two tags) made into a problem by `t2t-lite-datagen --task=parsing`; the dev metrics (greedy,
     100 trees) of its best evaluation, as --keep_best_by kept it. 700 updates of 1,024-token
-    batches (half the set's) at 2/3 of its learning rate, for the suite's time: dev F1 66.3,
-    90.1, 98.7, 99.2 every 250 updates on an Intel CPU (70.0, 93.1, 97.4, 99.2 with
-    --random_seed=2); 80.7 and 97.2 at 350 and 700 on a 2-core AMD EPYC (2026-11-28; 94.3 and
-    98.4 at 500 and 1,000). At the set's rate 93.5, 97.7, 98.5 at 500, 1,000, 1,500, and a
-    higher one learns slower (0.5: 92.8 at 1,000; 0.7: 65.6). F1 swings between nearby steps:
-    hence the best of two."""
+    batches (half the set's) at 2/3 of its learning rate, for the suite's time: dev F1 80.7
+    and 97.2 at 350 and 700 on a 2-core AMD EPYC (2026-11-28). The former 1,000-update run gave
+    66.3, 90.1, 98.7, 99.2 every 250 updates on an Intel CPU (70.0, 93.1, 97.4, 99.2 with
+    --random_seed=2), and 94.3 and 98.4 at 500 and 1,000 on the AMD EPYC. At the set's rate
+    93.5, 97.7, 98.5 at 500, 1,000, 1,500, and a higher one learns slower (0.5: 92.8 at 1,000;
+    0.7: 65.6). F1 swings between nearby steps: hence the best of two."""
     root = tmp_path_factory.mktemp("treebank")
     (root / "train").mkdir()
     write_treebank(root / "train" / "a.mrg", 1500, 0, realistic=True)
