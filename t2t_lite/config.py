@@ -28,8 +28,8 @@ class HParamsError(UserError, ValueError):
 # change them (e.g. a lower learning_rate after the loss diverged, or float16 to go faster).
 TRAINING_ONLY = ("dropout", "attention_dropout", "relu_dropout", "batch_size", "label_smoothing",
                  "learning_rate", "peak_learning_rate", "warmup_steps", "budget_cooldown",
-                 "clip_grad_norm", "accumulate_steps", "precision", "model_parallel",
-                 "packed_length")
+                 "budget_max_dropout", "clip_grad_norm", "accumulate_steps", "precision",
+                 "model_parallel", "packed_length")
 # Hparams that define the function a model's weights compute: a model started from another's
 # weights (the trainer's --init_from) must have the same values.
 ARCHITECTURE = ("num_encoder_layers", "num_decoder_layers", "d_model", "d_ff", "num_heads",
@@ -97,6 +97,10 @@ class HParams:
     # With a time budget (--train_minutes): the rate falls linearly to 0 over this last fraction
     # of the budget, and --average_last's checkpoints are spread over it; 0: no cool-down.
     budget_cooldown: float = _range(0.2, 0, 1)
+    # With a time budget: dropout rises from `dropout` toward this as the epochs the budget
+    # allows grow (training/regularization.py: 15 epochs or fewer keep `dropout`, 35 or more
+    # get this); 0 or at most `dropout`: no change.
+    budget_max_dropout: float = _range(0.0, 0, 0.9)
     adam_beta1: float = _probability(0.9)
     adam_beta2: float = _probability(0.98)
     adam_epsilon: float = _range(1e-9, 0, above=True)

@@ -2,14 +2,17 @@
 fake clock: the rate factor is 1 until the cool-down and then the exact linear fall to 0 at the
 deadline, the last update is at 0, --average_last's checkpoints lie evenly in the cool-down,
 the estimate of the updates the budget allows is what the run makes, and the progress line's
-ETA is the budget's end. No timing: every second here is the fake clock's."""
+ETA is the budget's end; with sized dropout, the rule's choices and when the run applies them.
+No timing: every second here is the fake clock's."""
 
 import logging
 
 import pytest
 
 from t2t_lite.training.budget import TimeBudget
+from t2t_lite.config import HParams
 from t2t_lite.training.loop import run_updates
+from t2t_lite.training.regularization import SizedDropout, dropout_for, training_tokens
 
 
 
@@ -27,19 +30,21 @@ class FakeClock:
 
 
 def budget_run(minutes, cooldown, averaged, seconds_per_update, evaluation_seconds=0.0,
-               eval_every=0, log_every=50, save_every=10**9):
+               eval_every=0, log_every=50, save_every=10**9, sized_dropout=None, start_step=0):
     """A run of run_updates on a fake clock: each update takes seconds_per_update, each
     evaluation (every eval_every updates) evaluation_seconds. Returns (budget, the updates as
     (clock at their start, rate factor), the steps saved at, and the estimates of the final
-    step made at each evaluation); `times` holds the clock at each save."""
+    step made at each evaluation); `times` holds the clock at each save and `dropout_scales`
+    each update's."""
     clock = FakeClock()
-    budget = TimeBudget(minutes, cooldown, averaged, clock=clock)
-    updates, saves, estimates, times = [], [], [], []
-    step = 0
+    budget = TimeBudget(minutes, cooldown, averaged, clock=clock, sized_dropout=sized_dropout)
+    updates, saves, estimates, times, scales = [], [], [], [], []
+    step = start_step
 
-    def update(stop, out_of_time, rate_factor):
+    def update(stop, out_of_time, rate_factor, dropout_scale):
         nonlocal step
         updates.append((clock.now, rate_factor))
+        scales.append(dropout_scale)
         clock.now += seconds_per_update
         step += 1
         return STATISTICS, step, stop, out_of_time
@@ -54,9 +59,10 @@ def budget_run(minutes, cooldown, averaged, seconds_per_update, evaluation_secon
         estimates.append((at, budget.final_step()))
         return False
 
-    run_updates(update, save, lambda: 1.0, step=0, train_steps=10**9, save_every=save_every,
-                log_every=log_every, periodic=[(eval_every, evaluate)], budget=budget)
-    budget.times = times
+    run_updates(update, save, lambda: 1.0, step=start_step, train_steps=10**9,
+                save_every=save_every, log_every=log_every, periodic=[(eval_every, evaluate)],
+                budget=budget)
+    budget.times, budget.dropout_scales = times, scales
     return budget, updates, saves, estimates
 
 
@@ -130,3 +136,49 @@ def test_the_progress_line_and_the_log_say_where_the_budget_ends(caplog):
         "time budget 2 min: the learning rate falls linearly to 0 over its last 0.4 min "
         "(hparam budget_cooldown=0.2); the 4 checkpoints --average_last averages are saved "
         "every 0.1 min over the last 0.4")
+
+
+def test_the_rule_gives_the_documented_dropout_for_given_epochs():
+    """regularization.py's rule: the set's dropout up to 15 epochs, budget_max_dropout from 35
+    on, linear between; never below the set's; off without room to raise it or a count."""
+    assert [dropout_for(epochs, 0.1, 0.3) for epochs in (2, 15, 20, 25, 30, 35, 80)] == [
+        0.1, 0.1, 0.15, 0.2, 0.25, 0.3, 0.3]
+    assert dropout_for(60, 0.3, 0.2) == dropout_for(60, 0.3, 0.0) == 0.3
+    stats = {"examples": 3, "target_tokens": 40, "lengths": {"12": 2, "20": 1}}
+    assert training_tokens(stats) == 40
+    assert training_tokens({"lengths": {"12": 2, "20": 1}}) == 44  # an older datagen's
+    assert training_tokens({}) is None
+    rule = SizedDropout.of(HParams(dropout=0.1, budget_max_dropout=0.3), stats)
+    assert (rule.corpus_tokens, rule.dropout, rule.max_dropout) == (40, 0.1, 0.3)
+    assert rule.scale(25) == pytest.approx(2.0)
+    for hparams, found in ((HParams(dropout=0.1), stats),  # budget_max_dropout 0: off
+                           (HParams(dropout=0.0, budget_max_dropout=0.3), stats),
+                           (HParams(dropout=0.3, budget_max_dropout=0.3), stats),
+                           (HParams(dropout=0.1, budget_max_dropout=0.3), {})):
+        assert SizedDropout.of(hparams, found) is None
+
+
+@pytest.mark.parametrize("start_step, epochs, dropout", [(0, 30, 0.25), (300, 45, 0.3)])
+def test_dropout_is_sized_a_tenth_into_the_budget_by_the_epochs_it_allows(
+        caplog, start_step, epochs, dropout):
+    """10 minutes at 1 s and 10 target tokens an update on a corpus of 200 tokens: 600 updates,
+    30 epochs (45 for a model resumed at step 300: its earlier updates count). The updates run
+    at the set's dropout (scale 1) until 60 s in, then at the rule's for those epochs."""
+    caplog.set_level(logging.INFO, logger="t2t_lite")
+    budget, updates, _, _ = budget_run(minutes=10, cooldown=0.2, averaged=0,
+                                       seconds_per_update=1.0, start_step=start_step,
+                                       sized_dropout=SizedDropout(200, 0.1, 0.3))
+    assert len(updates) == 601  # the last starts at the deadline
+    decided = 60  # the update that ends 60 s in
+    assert budget.dropout_scales[:decided] == [1.0] * decided
+    assert budget.dropout_scales[decided:] == [pytest.approx(dropout / 0.1)] * (601 - decided)
+    assert (f"~{epochs} epochs in the time budget: dropout {dropout:g} from step "
+            f"{start_step + decided} (the set's 0.1 until then" in caplog.text)
+    assert budget.describe().endswith("; dropout sized by the epochs the budget allows, 10% of "
+                                      "the way in (hparam budget_max_dropout=0.3)")
+
+
+def test_without_sized_dropout_the_updates_get_no_scale():
+    budget, updates, _, _ = budget_run(minutes=1, cooldown=0.2, averaged=0,
+                                       seconds_per_update=1.0)
+    assert budget.dropout_scales == [None] * len(updates)

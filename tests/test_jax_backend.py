@@ -199,7 +199,9 @@ def test_data_parallel_over_two_devices_updates_as_one_device_does(tmp_path):
     device, within float32 rounding (the sums are reduced in another order). The two-device
     run has twice the learning rate at rate factor 0.5 (training/budget.py's cool-down), which
     is the same rate: a factor the JAX trainer ignored would part them. Two more epochs compile
-    nothing new: the shapes are static."""
+    nothing new: the shapes are static. A time budget's dropout scale reaches the compiled
+    update: at 0 the training loss is the evaluation loss, at 1 and 2 it is not, and all three
+    are one program."""
     rng = np.random.default_rng(0)
     inputs = [rng.integers(2, 12, rng.integers(1, 10)) for _ in range(400)]
     targets = [x[::-1] for x in inputs]
@@ -224,6 +226,9 @@ def test_data_parallel_over_two_devices_updates_as_one_device_does(tmp_path):
     assert on["learning_rate_2"] == pytest.approx(on["learning_rate_1"], rel=1e-6)
     assert on["losses_1"][-1] < on["losses_1"][0]
     np.testing.assert_allclose(on["losses_2"], on["losses_1"], rtol=1e-5)
+    assert on["dropout_loss_0"] == pytest.approx(on["dropout_eval_loss"], rel=1e-5)
+    assert len({float(on[f"dropout_loss_{scale}"]) for scale in (0, 1, 2)}) == 3
+    assert on["dropout_programs"] == 1
     names = [k for k in on if k.startswith("weight_1_")]
     assert len(names) > 10
     for name in names:

@@ -155,21 +155,38 @@ def rate_factor_losses(trainer, batches, factors):
 def test_a_rate_factor_is_the_learning_rate_times_it(two_cpu_strategy):
     """An update at rate factor f (training/budget.py's cool-down) is the update of the same
     trainer with f times the learning rate: Adam's step is linear in its rate. Factor 1 is the
-    update without a budget; on two replicas the factor reaches both."""
+    update without a budget; on two replicas the factor reaches both. (Two trainers: a factor
+    either ignored would part their weights, and the logged rates.)"""
     batches = replica_batches(3, replicas=2)
     cooled = Trainer(tiny_hparams(), VOCAB, two_cpu_strategy)
     slower = Trainer(tiny_hparams().replace(learning_rate=0.05), VOCAB, two_cpu_strategy)
-    plain = Trainer(tiny_hparams(), VOCAB, two_cpu_strategy)
-    for other in (slower, plain):
-        other.model.set_weights(cooled.model.get_weights())
+    slower.model.set_weights(cooled.model.get_weights())
     rate_factor_losses(cooled, batches, [0.5, 0.5, 1.0])
     rate_factor_losses(slower, batches, [1.0, 1.0])
-    rate_factor_losses(plain, batches, [1.0, 1.0, 1.0])
-    assert cooled.learning_rate() == pytest.approx(plain.learning_rate())
+    after_two = slower.model.get_weights()
     rate_factor_losses(slower, batches[4:], [2.0])  # the third update at the full rate
     assert_close_arrays(cooled.model.get_weights(), slower.model.get_weights(), rtol=1e-5)
-    with pytest.raises(AssertionError):
-        assert_close_arrays(cooled.model.get_weights(), plain.model.get_weights(), rtol=1e-3)
+    assert cooled.learning_rate() == pytest.approx(slower.learning_rate())  # 0.1 x 1 = 0.05 x 2
+    with pytest.raises(AssertionError):  # the third update moved the weights measurably
+        assert_close_arrays(after_two, slower.model.get_weights(), rtol=1e-3)
+
+
+def test_a_dropout_scale_reaches_the_traced_update_without_tracing_it_again():
+    """A time budget's sized dropout (models/dropout.py): at dropout scale 0 the update's
+    training loss is the evaluation loss of the same weights and batch (no dropout at all); at
+    1 and 2 it is not, and differs between them; one trace serves the three. Rate factor 0
+    keeps the weights, so that each loss is of the same weights."""
+    batch = replica_batches(1, replicas=1)
+    trainer = Trainer(tiny_hparams().replace(dropout=0.2), VOCAB)
+    iterators = trainer.distribute(lambda context: as_dataset(batch).repeat())
+    losses = [trainer.train_step(iterators, rate_factor=0.0, dropout_scale=scale)["loss"]
+              for scale in (0.0, 1.0, 2.0)]
+    features, labels = next(iter(as_dataset(batch)))
+    evaluated = batch_statistics(trainer.model(features, training=False), features, labels,
+                                 trainer.hparams.label_smoothing)["loss"]
+    assert losses[0] == pytest.approx(float(evaluated), rel=1e-5)
+    assert len(set(losses)) == 3
+    assert trainer._train_step.experimental_get_tracing_count() == 1
 
 
 def hand_clipped_updates(model, optimizer, batches, clip):

@@ -1,12 +1,12 @@
 """Problem: where examples come from, how they become ids, and how they are batched and scored.
 
 datagen writes each split as `{name}-{split}-NNNNN-of-MMMMM` TFRecord shards in data_dir, with a
-`{name}-{split}.stats.json` beside them (example count, pairs skipped for an empty side, and a
-histogram of example lengths, so the input pipeline can report what max_length drops without
-reading the data, and each shard's record: see t2t_lite.data.shard_records). Every file is
-written under a temporary name and renamed when complete, so an interrupted datagen never leaves
-a shard that reads as finished; a finished split is written again only when its shards no
-longer match their records.
+`{name}-{split}.stats.json` beside them (example count, pairs skipped for an empty side, target
+tokens (a time budget counts epochs by them), a histogram of example lengths, so the input
+pipeline can report what max_length drops without reading the data, and each shard's record:
+see t2t_lite.data.shard_records). Every file is written under a temporary name and renamed
+when complete, so an interrupted datagen never leaves a shard that reads as finished; a
+finished split is written again only when its shards no longer match their records.
 """
 
 import collections
@@ -195,7 +195,7 @@ class Problem:
         """Whether the finished shards of `split` hold what datagen wrote: by their checksums,
         or, for shards written before records were kept, by reading them to the end and counting
         (records are then added). Logs what is damaged otherwise."""
-        paths, stats = self.shard_paths(split, data_dir), self._stats(split, data_dir)
+        paths, stats = self.shard_paths(split, data_dir), self.stats(split, data_dir)
         records = stats.get("shards")
         if records:
             found = shard_records.damage(paths, records, checksums=True)
@@ -222,7 +222,7 @@ class Problem:
             logger.warning("%s: writing the %s split of %s again", damage, split, self.name)
         return not found
 
-    def _stats(self, split, data_dir):
+    def stats(self, split, data_dir):
         """The split's stats.json as a dict; {} when it is missing or damaged (nothing relies on
         it being there: datagen writes it again with the split)."""
         try:
@@ -239,7 +239,7 @@ class Problem:
         paths = self.shard_paths(split, data_dir)
         temporary = [path + ".incomplete" for path in paths]
         lengths = collections.Counter()
-        examples = skipped = 0
+        examples = skipped = target_tokens = 0
         with (write_refusals_named(f"write the {split} data of {self.name}", data_dir),
               Progress(f"{self.name} {split}: read", "pairs") as progress):
             try:
@@ -255,9 +255,9 @@ class Problem:
                         targets = vocabulary.encode_target(pair[1]) + [EOS_ID]
                         shards.write(inputs, targets)
                         lengths[max(len(inputs), len(targets))] += 1
-                        examples += 1
+                        examples, target_tokens = examples + 1, target_tokens + len(targets)
                 self._write_stats(split, data_dir, {
-                    "examples": examples, "skipped_empty": skipped,
+                    "examples": examples, "skipped_empty": skipped, "target_tokens": target_tokens,
                     "lengths": {str(n): lengths[n] for n in sorted(lengths)},
                     "shards": {os.path.basename(final): shard_records.describe(path, count)
                                for path, final, count in zip(temporary, paths, shards.counts)}})
@@ -362,7 +362,7 @@ class Problem:
             holds = f" (it holds {', '.join(others)})" if others else ""
             raise UserError(f"no {split} data for problem {self.name} in {data_dir}{holds}: run "
                             f"{datagen} or pass --generate_data to the trainer")
-        records = self._stats(split, data_dir).get("shards", {})
+        records = self.stats(split, data_dir).get("shards", {})
         found = shard_records.damage(self.shard_paths(split, data_dir), records,
                                      checksums=checksums)
         if found:
@@ -379,7 +379,7 @@ class Problem:
 
     def _report_length_filter(self, data_dir, max_length):
         """Logs how many training examples max_length drops; refuses to drop them all."""
-        lengths = self._stats("train", data_dir).get("lengths")
+        lengths = self.stats("train", data_dir).get("lengths")
         if not lengths:  # written by a datagen that kept no statistics
             return
         total = sum(lengths.values())

@@ -10,6 +10,7 @@ casts them.
 from keras import layers, ops
 
 from t2t_lite.config import PAD_ID
+from t2t_lite.models.dropout import Dropout
 
 _MASKED = -1e9  # added to masked attention logits, in float32
 
@@ -42,7 +43,7 @@ class MultiHeadAttention(layers.Layer):
         self.query, self.key, self.value, self.output_projection = (
             layers.Dense(d_model, use_bias=False, kernel_initializer="glorot_uniform", name=name)
             for name in ("query", "key", "value", "output"))
-        self.dropout = layers.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def build(self, input_shape):
         """Creates the projections for inputs [..., d_model]. Each block here builds its
@@ -106,7 +107,7 @@ class FeedForward(layers.Layer):
         super().__init__(**kwargs)
         self.hidden = layers.Dense(d_ff, activation="relu", kernel_initializer="glorot_uniform",
                                    name="hidden")
-        self.dropout = layers.Dropout(relu_dropout)
+        self.dropout = Dropout(relu_dropout)
         self.projection = layers.Dense(d_model, kernel_initializer="glorot_uniform",
                                        name="projection")
 
@@ -132,7 +133,7 @@ class _ResidualBlock(layers.Layer):
         for name in norm_names:
             setattr(self, name, layers.LayerNormalization(epsilon=hparams.layer_norm_epsilon,
                                                           name=name))
-        self.residual_dropout = layers.Dropout(hparams.dropout)
+        self.residual_dropout = Dropout(hparams.dropout)
         self.feed_forward = FeedForward(hparams.d_model, hparams.d_ff, hparams.relu_dropout,
                                         name="feed_forward")
 

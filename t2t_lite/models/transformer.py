@@ -10,6 +10,7 @@ import keras_hub
 from keras import layers, ops
 
 from t2t_lite.config import PAD_ID, HParams
+from t2t_lite.models.dropout import Dropout
 from t2t_lite.models.layers import (
     DecoderLayer,
     EncoderLayer,
@@ -50,7 +51,7 @@ class Transformer(keras.Model):
             vocab_size, d_model, name="shared_embedding",
             embeddings_initializer=keras.initializers.RandomNormal(stddev=d_model**-0.5))
         self.position_encoding = keras_hub.layers.SinePositionEncoding(dtype="float32")
-        self.embedding_dropout = layers.Dropout(hparams.dropout)
+        self.embedding_dropout = Dropout(hparams.dropout)
         # Tuples, not lists: Keras 3 hides layers in lists from tf.train.Checkpoint.
         self.encoder_layers = tuple(EncoderLayer(hparams, name=f"encoder_{i}")
                                     for i in range(hparams.num_encoder_layers))

@@ -12,12 +12,21 @@ saves that take time cannot move the end: the rate is ~0 at the last update what
 update rate was. The number of updates the budget allows is estimated from the wall-clock
 seconds per update so far (evaluations and saves included) for the progress line and the logs.
 
+With a training.regularization.SizedDropout, the budget also says how many epochs it allows, a
+tenth of the way in, and from then on the factor by which every dropout rate is multiplied.
+
 Each run's budget is its own: a resumed run with `--train_minutes=M` continues the schedule from
-its step and cools down again over the end of its own M minutes.
+its step, cools down again over the end of its own M minutes and sizes dropout by the epochs
+the model will have trained by then, its earlier runs' included.
 """
 
+import logging
 import math
 import time
+
+from t2t_lite.training.regularization import DECIDE_AT
+
+logger = logging.getLogger("t2t_lite")
 
 # Where --average_last's checkpoints go when the cool-down is off: the budget's last fifth.
 AVERAGING_STRETCH = 0.2
@@ -26,7 +35,8 @@ AVERAGING_STRETCH = 0.2
 class TimeBudget:
     """The budget of one run, from its creation; `clock` is time.monotonic (a test's fake)."""
 
-    def __init__(self, minutes, cooldown=0.2, averaged=0, clock=time.monotonic):
+    def __init__(self, minutes, cooldown=0.2, averaged=0, clock=time.monotonic,
+                 sized_dropout=None):
         self.clock = clock
         self.seconds = 60.0 * minutes
         self.start = clock()
@@ -40,6 +50,10 @@ class TimeBudget:
         self._spacing = self._stretch / averaged if averaged else 0.0
         self._last_save = -math.inf
         self._first = self._last = None  # (time, step) after the first and the last update
+        self.sized_dropout = sized_dropout
+        self._tokens = 0.0  # target tokens trained since the first timed update
+        self._dropout_scale = 1.0
+        self._dropout_sized = sized_dropout is None
 
     def spent(self):
         return self.clock() >= self.deadline
@@ -67,10 +81,24 @@ class TimeBudget:
         """Notes that a checkpoint was saved now."""
         self._last_save = self.clock()
 
-    def observe(self, step):
-        """Notes that `step` was reached now (after each update)."""
+    def dropout_scale(self):
+        """What every dropout rate is multiplied by now (None without a SizedDropout)."""
+        return self._dropout_scale if self.sized_dropout else None
+
+    def observe(self, step, tokens=0.0):
+        """Notes that `step` was reached now (after each update), which trained `tokens` target
+        tokens; a tenth of the way into the budget, sizes dropout by the epochs it allows."""
         self._last = (self.clock(), step)
-        self._first = self._first or self._last
+        if self._first is None:
+            self._first = self._last
+        else:
+            self._tokens += tokens
+        if not self._dropout_sized and self._last[0] - self.start >= DECIDE_AT * self.seconds:
+            epochs = self.epochs()
+            if epochs is not None:
+                self._dropout_sized = True
+                self._dropout_scale = self.sized_dropout.scale(epochs)
+                logger.info(self.sized_dropout.describe(epochs, step))
 
     def final_step(self):
         """The step the run will reach by the deadline at its rate so far (evaluations and saves
@@ -80,6 +108,16 @@ class TimeBudget:
         (start, first), (last, step) = self._first, self._last
         per_update = (last - start) / (step - first)
         return step + math.floor(self.seconds_left() / per_update)
+
+    def epochs(self):
+        """The epochs of the training split (sized_dropout's) the model will have trained by
+        the deadline: all its updates by then, those of earlier runs included, at this run's
+        target tokens an update; None before two updates were timed."""
+        final = self.final_step()
+        if final is None or not self._tokens:
+            return None
+        per_update = self._tokens / (self._last[1] - self._first[1])
+        return final * per_update / self.sized_dropout.corpus_tokens
 
     def describe(self):
         """One line for the log: the budget, its cool-down and where the average's checkpoints
@@ -94,4 +132,7 @@ class TimeBudget:
             stretch = self._stretch / 60
             text += (f"; the {self.averaged} checkpoints --average_last averages are saved every "
                      f"{stretch / self.averaged:.3g} min over the last {stretch:.3g}")
+        if self.sized_dropout:
+            text += (f"; dropout sized by the epochs the budget allows, {DECIDE_AT:.0%} of the "
+                     f"way in (hparam budget_max_dropout={self.sized_dropout.max_dropout:g})")
         return text

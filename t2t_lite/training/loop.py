@@ -20,8 +20,9 @@ def run_updates(update, save, learning_rate, *, step, train_steps, save_every=10
     included), or until the first update that starts after the deadline of `budget` (a
     training.budget.TimeBudget, or None), and returns the step reached.
 
-    update(stop_requested, out_of_time, rate_factor) makes one update from `step`, its learning
-    rate times rate_factor (the budget's cool-down; 1 without one), and returns (sums, step,
+    update(stop_requested, out_of_time, rate_factor, dropout_scale) makes one update from `step`,
+    its learning rate times rate_factor (the budget's cool-down; 1 without one) and its dropout
+    rates times dropout_scale (the budget's sized dropout; None: as built), and returns (sums, step,
     stopping, out_of_time): its statistics summed, the step after it, and whether any worker was
     asked to stop or found the time budget spent (a trainer on one worker returns the flags it
     was given; TensorFlow's all-reduces them so that every worker stops after the same update).
@@ -43,7 +44,8 @@ def run_updates(update, save, learning_rate, *, step, train_steps, save_every=10
             previous_step = step
             sums, step, stopping, out_of_time = update(
                 signals.requested, budget is not None and budget.spent(),
-                budget.rate_factor() if budget else 1.0)
+                budget.rate_factor() if budget else 1.0,
+                budget.dropout_scale() if budget else None)
             if not math.isfinite(sums["loss"]):
                 raise TrainingDiverged(
                     f"the loss became {sums['loss']} at step {step}; the last good checkpoint "
@@ -52,7 +54,7 @@ def run_updates(update, save, learning_rate, *, step, train_steps, save_every=10
                 continue  # float16 gradients overflowed: the update was skipped
             progress.add(sums)
             if budget:
-                budget.observe(step)
+                budget.observe(step, sums["tokens"])
             if step % log_every == 0 or step == train_steps or out_of_time:
                 metrics = progress.report(step, learning_rate())
                 if summaries:

@@ -21,6 +21,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from t2t_lite.models import dropout
 from t2t_lite.models.transformer import create_model
 from t2t_lite.backends.base import Distribution
 from t2t_lite.backends.jax import checkpoints as jax_checkpoints
@@ -125,10 +126,13 @@ class JaxTrainer:
         trainer logs it)."""
         return float(self._schedule(self.step)) * self._rate_factor
 
-    def _micro_batch_gradients(self, trainable, non_trainable, features, labels):
+    def _micro_batch_gradients(self, trainable, non_trainable, features, labels,
+                               dropout_scale=None):
         def loss(trainable, non_trainable):
-            logits, non_trainable = self.model.stateless_call(trainable, non_trainable,
-                                                              features, training=True)
+            # A traced dropout_scale multiplies the dropout rates (models/dropout.py).
+            with dropout.scaled(dropout_scale):
+                logits, non_trainable = self.model.stateless_call(trainable, non_trainable,
+                                                                  features, training=True)
             stats = batch_statistics(logits, features, labels, self.hparams.label_smoothing)
             return stats["loss"], (stats, non_trainable)
 
@@ -156,15 +160,17 @@ class JaxTrainer:
                                               training=False)
         return batch_statistics(logits, features, labels, self.hparams.label_smoothing)
 
-    def train_step(self, batches, rate_factor=1.0):
+    def train_step(self, batches, rate_factor=1.0, dropout_scale=None):
         """One optimizer update from the (features, labels) `batches` (accumulate_steps of
-        them), at the schedule's rate times `rate_factor`; returns their statistics, summed."""
+        them), at the schedule's rate times `rate_factor` and the dropout rates times
+        `dropout_scale` (None: as built); returns their statistics, summed."""
+        scale = None if dropout_scale is None else jax.numpy.float32(dropout_scale)
         trainable, non_trainable, optimizer_variables = self.state
         gradients, sums = None, None
         for features, labels in batches:
             features, labels = _assembled((features, labels))
-            step_gradients, stats, non_trainable = self._gradients(trainable, non_trainable,
-                                                                   features, labels)
+            step_gradients, stats, non_trainable = self._gradients(
+                trainable, non_trainable, features, labels, scale)
             if sums is None:
                 gradients, sums = step_gradients, stats
             else:
@@ -237,10 +243,10 @@ class JaxTrainer:
         if budget and hosts.several():
             budget = hosts.AgreedBudget(budget)
 
-        def update(stop, out_of_time, rate_factor):
+        def update(stop, out_of_time, rate_factor, dropout_scale):
             stop, out_of_time = hosts.agree_on_stops(stop, out_of_time)
             sums = self.train_step([next(data) for _ in range(self.hparams.accumulate_steps)],
-                                   rate_factor)
+                                   rate_factor, dropout_scale)
             return sums, self.step, stop, out_of_time
 
         def save():

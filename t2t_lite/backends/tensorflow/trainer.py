@@ -18,6 +18,7 @@ import logging
 import keras
 import tensorflow as tf
 
+from t2t_lite.models import dropout
 from t2t_lite.models.transformer import create_model
 from t2t_lite.backends.tensorflow.checkpoints import (
     checkpoint_writer,
@@ -51,6 +52,11 @@ class Trainer:
         # variable, outside the strategy and the checkpoint.
         self._rate_factor = tf.Variable(1.0, trainable=False, name="rate_factor")
         self._agreed_rate_factor = 1.0
+        # The factor of every dropout rate (a time budget's sized dropout, models/dropout.py),
+        # read by the updates traced while `_scales_dropout` (the first update's choice).
+        self._dropout_scale = tf.Variable(1.0, trainable=False, name="dropout_scale")
+        self._agreed_dropout_scale = 1.0
+        self._scales_dropout = None
         self.schedule = learning_rate_schedule(hparams)
         self.schedule.rate_factor = self._rate_factor
         with self.strategy.scope():
@@ -75,7 +81,8 @@ class Trainer:
     def _micro_batch_gradients(self, features, labels):
         """Gradients of one micro-batch's summed (loss-scaled) loss, and its statistics."""
         variables = self.model.trainable_variables
-        with tf.GradientTape() as tape:
+        with tf.GradientTape() as tape, dropout.scaled(
+                self._dropout_scale if self._scales_dropout else None):
             logits = self.model(features, training=True)
             stats = batch_statistics(logits, features, labels, self.hparams.label_smoothing)
             scaled_loss = self.optimizer.scale_loss(stats["loss"])
@@ -97,10 +104,11 @@ class Trainer:
         context = tf.distribute.get_replica_context()
         # The stop requests ride on the step's all-reduce, so every worker sees them at once
         # (placed like the statistics: a tensor from outside the replica has no device), and so
-        # does each one's rate factor (see train_step).
+        # does each one's rate factor and dropout scale (see train_step).
         stop = tf.zeros_like(sums["tokens"]) + stop
         sums = context.all_reduce(tf.distribute.ReduceOp.SUM, {
-            **sums, "stop_requests": stop[0], "out_of_time": stop[1], "rate_factor": stop[2]})
+            **sums, "stop_requests": stop[0], "out_of_time": stop[1], "rate_factor": stop[2],
+            "dropout_scale": stop[3]})
         gradients = [g / tf.maximum(sums["tokens"], 1.0) for g in gradients]
         if self.hparams.clip_grad_norm:
             gradients = self._clip(gradients, context)
@@ -116,15 +124,21 @@ class Trainer:
         scale = tf.minimum(1.0, self.hparams.clip_grad_norm / norm)
         return [g * scale for g in gradients]
 
-    def train_step(self, iterators, stop=False, out_of_time=False, rate_factor=1.0):
+    def train_step(self, iterators, stop=False, out_of_time=False, rate_factor=1.0,
+                   dropout_scale=None):
         """One optimizer update from `accumulate_steps` batches of each replica's iterator (see
-        `distribute`), at the schedule's rate times `rate_factor`; returns the statistics summed
+        `distribute`), at the schedule's rate times `rate_factor` and the dropout rates times
+        `dropout_scale` (None: as built; the first update decides whether the updates take a
+        scale, since it traces them); returns the statistics summed
         over replicas and micro-batches, "stop_requests": how many replicas (of all workers)
         were asked to `stop`, and "out_of_time": how many found the time budget spent.
 
         On several workers, each one's clock gives a slightly different rate_factor, and
         different rates would make their copies of the weights part: every worker uses the mean
-        of the factors of the previous update, which its all-reduce gave them all."""
+        of the factors of the previous update, which its all-reduce gave them all (and so for
+        the dropout scale)."""
+        if self._scales_dropout is None:
+            self._scales_dropout = dropout_scale is not None
         if self._train_step is None:
             # No AutoGraph, as in Keras's own trainer: the step is Python over Python lists
             # around keras.ops (the same code runs on JAX), and converting its source was a
@@ -140,11 +154,15 @@ class Trainer:
 
             self._train_step = step
         one_worker = self.distribution.workers == 1
+        scale = 1.0 if dropout_scale is None else float(dropout_scale)
         self._rate_factor.assign(rate_factor if one_worker else self._agreed_rate_factor)
+        self._dropout_scale.assign(scale if one_worker else self._agreed_dropout_scale)
         sums = self._train_step(iterators, tf.constant(
-            [float(stop), float(out_of_time), float(rate_factor)]))
+            [float(stop), float(out_of_time), float(rate_factor), scale]))
         sums = {k: float(v) for k, v in sums.items()}
-        self._agreed_rate_factor = sums.pop("rate_factor") / self.strategy.num_replicas_in_sync
+        replicas = self.strategy.num_replicas_in_sync
+        self._agreed_rate_factor = sums.pop("rate_factor") / replicas
+        self._agreed_dropout_scale = sums.pop("dropout_scale") / replicas
         return sums
 
     def distribute(self, dataset_fn):
@@ -247,8 +265,8 @@ class Trainer:
             checkpoints = tf.train.CheckpointManager(state, checkpoint_dir, keep_checkpoints)
         writer = tf.summary.create_file_writer(summary_dir) if summary_dir else None
 
-        def update(stop, out_of_time, rate_factor):
-            sums = self.train_step(iterators, stop, out_of_time, rate_factor)
+        def update(stop, out_of_time, rate_factor, dropout_scale):
+            sums = self.train_step(iterators, stop, out_of_time, rate_factor, dropout_scale)
             stopping, out_of_time = sums.pop("stop_requests") > 0, sums.pop("out_of_time") > 0
             return sums, self.step, stopping, out_of_time
 
