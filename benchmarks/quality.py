@@ -49,6 +49,15 @@ RECIPES = {
     "transformer_small_data_dropout02": ["--hparams_set=transformer_small_data",
                                          "--hparams=dropout=0.2,budget_cooldown=0",
                                          *AVERAGING, "--save_every=50"],
+    # The README's path with the published small-data recipes' dropout throughout, with the
+    # set's 0.1 throughout, and with dropout sized by the epochs the budget allows.
+    "transformer_small_data_dropout03": ["--hparams_set=transformer_small_data",
+                                         "--hparams=dropout=0.3,budget_max_dropout=0", *AVERAGING],
+    "transformer_small_data_dropout01": ["--hparams_set=transformer_small_data",
+                                         "--hparams=dropout=0.1,budget_max_dropout=0", *AVERAGING],
+    "transformer_small_data_sized_dropout": ["--hparams_set=transformer_small_data",
+                                             "--hparams=dropout=0.1,budget_max_dropout=0.3",
+                                             *AVERAGING],
 }
 FINAL_PUNCTUATION = tuple(".?!。？！．")
 LOG_TIME = re.compile(r"^(\d\d):(\d\d):(\d\d) (.*)$")
@@ -105,9 +114,13 @@ def write_records(args, runs):
     """Each direction's greedy dev curves (one chart) and beam scores as results records."""
     for direction in args.directions:
         entries = [entry for entry in runs if entry["direction"] == direction]
-        name = os.path.join(args.record_dir, f"{direction}_{args.minutes:g}min")
+        pairs = f"_{args.train_pairs}pairs" if args.train_pairs else ""
+        name = os.path.join(args.record_dir, f"{direction}{pairs}_{args.minutes:g}min")
+        corpus = (f", the first {args.train_pairs:,} training pairs, vocabulary "
+                  f"{args.vocab_size:,}" if args.train_pairs else "")
         record.write_record(
-            f"{name}_curve.json", f"Greedy dev BLEU against minutes of training, {direction}",
+            f"{name}_curve.json",
+            f"Greedy dev BLEU against minutes of training, {direction}{corpus}",
             ["recipe", "step", {"name": "minutes", "digits": 1},
              {"name": "greedy dev BLEU", "digits": 2}],
             [[entry["recipe"], step, minutes, bleu] for entry in entries
@@ -127,7 +140,7 @@ def write_records(args, runs):
                              test and test["no_final_punctuation"]])
         record.write_record(
             f"{name}_beam.json", f"BLEU of beam search after {args.minutes:g} minutes, "
-            f"{direction}", ["recipe", "checkpoint", {"name": "dev BLEU", "digits": 2},
+            f"{direction}{corpus}", ["recipe", "checkpoint", {"name": "dev BLEU", "digits": 2},
                              {"name": "test BLEU", "digits": 2}, "empty (dev)", "empty (test)",
                              "no final punctuation (dev)", "no final punctuation (test)"],
             rows, notes=[f"sacreBLEU {' '.join(sorted(signatures))}",
@@ -142,6 +155,8 @@ def main():
     parser.add_argument("--minutes", type=float, default=60)
     parser.add_argument("--eval_every", type=int, default=500)
     parser.add_argument("--vocab_size", type=int, default=8000)
+    parser.add_argument("--train_pairs", type=int, help="train on the corpus's first N pairs "
+                        "only (a smaller corpus: more epochs in the same minutes)")
     parser.add_argument("--alphas", type=float, nargs="*", default=[],
                         help="also decode dev with these alphas (best of the three models)")
     parser.add_argument("--test", action="store_true", help="decode and score test too (once)")
@@ -156,13 +171,22 @@ def main():
                "load_before": os.getloadavg(), "args": vars(args), "runs": []}
     for direction in args.directions:
         source, target = direction.split("-")
-        work = os.path.join(args.work_dir, direction)
+        work = os.path.join(args.work_dir, direction + (
+            f"_{args.train_pairs}" if args.train_pairs else ""))
         files = os.path.join(work, "files")
         os.makedirs(files, exist_ok=True)
         for split in ("train", "dev", "test"):
             for language in (source, target):
                 link = os.path.join(files, f"{split}.{language}")
-                if not os.path.exists(link):
+                if os.path.exists(link):
+                    continue
+                if split == "train" and args.train_pairs:
+                    with open(os.path.join(corpus, f"{split}.{language}"),
+                              encoding="utf-8") as f:
+                        lines = f.read().splitlines(keepends=True)[:args.train_pairs]
+                    with open(link, "w", encoding="utf-8") as f:
+                        f.writelines(lines)
+                else:
                     os.symlink(os.path.join(corpus, f"{split}.{language}"), link)
         problem, data_dir = f"quality_{source}{target}", os.path.join(work, "data")
         run(["t2t-lite-datagen", f"--problem={problem}", f"--files_dir={files}",

@@ -99,7 +99,7 @@ class HParams:
     budget_cooldown: float = _range(0.2, 0, 1)
     # With a time budget: dropout rises from `dropout` toward this as the epochs the budget
     # allows grow (training/regularization.py: 15 epochs or fewer keep `dropout`, 35 or more
-    # get this); 0 or at most `dropout`: no change.
+    # get this; not measured to pay yet); 0 or at most `dropout`: no change.
     budget_max_dropout: float = _range(0.0, 0, 0.9)
     adam_beta1: float = _probability(0.9)
     adam_beta2: float = _probability(0.98)
