@@ -178,16 +178,16 @@ def main():
         for split in ("train", "dev", "test"):
             for language in (source, target):
                 link = os.path.join(files, f"{split}.{language}")
+                original = os.path.join(corpus, f"{split}.{language}")
                 if os.path.exists(link):
                     continue
                 if split == "train" and args.train_pairs:
-                    with open(os.path.join(corpus, f"{split}.{language}"),
-                              encoding="utf-8") as f:
+                    with open(original, encoding="utf-8") as f:
                         lines = f.read().splitlines(keepends=True)[:args.train_pairs]
                     with open(link, "w", encoding="utf-8") as f:
                         f.writelines(lines)
                 else:
-                    os.symlink(os.path.join(corpus, f"{split}.{language}"), link)
+                    os.symlink(original, link)
         problem, data_dir = f"quality_{source}{target}", os.path.join(work, "data")
         run(["t2t-lite-datagen", f"--problem={problem}", f"--files_dir={files}",
              f"--source_lang={source}", f"--target_lang={target}",
