@@ -205,7 +205,8 @@ def main():
                      "wall_minutes": round((time.time() - started) / 60, 1),
                      "dev_curve_greedy": dev_curve(lines),
                      "final_log": [line for line in lines if "of the " in line
-                                   or "final evaluation" in line or "budget" in line]}
+                                   or "final evaluation" in line or "budget" in line
+                                   or "the run's" in line]}
             splits = ["dev", "test"] if args.test else ["dev"]
             for name in ("last", "best", "avg"):
                 path = model_dir if name == "last" else os.path.join(model_dir, name)

@@ -19,6 +19,7 @@ from t2t_lite.model_dir import ModelDir
 from t2t_lite.training import warm_start
 from t2t_lite.training.budget import TimeBudget
 from t2t_lite.training.regularization import SizedDropout
+from t2t_lite.training.time_account import TimeAccount
 from t2t_lite.training.checkpoint_list import (
     DamagedCheckpoint,
     checkpoint_paths,
@@ -248,6 +249,7 @@ class Runner:
         worker runs this; only the chief writes into model_dir (the others write into a
         temporary directory).
         """
+        account = TimeAccount()  # where the run's time goes, logged at its end
         # An explicit --save_every keeps its spacing; otherwise the budget spreads the
         # checkpoints --average_last averages over its cool-down.
         budget = (TimeBudget(config.train_minutes, self.hparams.budget_cooldown,
@@ -304,7 +306,8 @@ class Runner:
                 """Returns True to stop training early."""
                 if step == config.train_steps:
                     return False
-                evaluator.evaluate(step, decode=config.decodes_at(step))
+                with account.measuring("evaluations"):
+                    evaluator.evaluate(step, decode=config.decodes_at(step))
                 return evaluator.should_stop()
 
             if evaluator.should_stop():  # a resumed run that had stopped early
@@ -317,15 +320,18 @@ class Runner:
                     keep_checkpoints=config.keep_checkpoints, resume_from=resume_from,
                     save_every=config.save_interval, log_every=config.log_every,
                     periodic=[(config.eval_every, evaluate_before_the_end)],
-                    summary_dir=output_dir.summaries("train"), budget=budget)
-            metrics = evaluator.final(step)
+                    summary_dir=output_dir.summaries("train"), budget=budget, account=account)
+            with account.measuring("final evaluation"):
+                metrics = evaluator.final(step)
             if config.average_last or config.average_best:
-                chosen, how = evaluator.checkpoints_to_average(
-                    checkpoint_paths(write_path), last=config.average_last,
-                    best=config.average_best)
-                if chosen:
-                    evaluator.report_average(output_dir.avg, self.average(
-                        chosen, output_dir.avg, replace=True), chosen, how)
+                with account.measuring("averaging"):
+                    chosen, how = evaluator.checkpoints_to_average(
+                        checkpoint_paths(write_path), last=config.average_last,
+                        best=config.average_best)
+                    if chosen:
+                        evaluator.report_average(output_dir.avg, self.average(
+                            chosen, output_dir.avg, replace=True), chosen, how)
+            logger.info(account.describe())
             return metrics
 
     def average(self, paths, output_dir, info=None, replace=False):

@@ -516,6 +516,14 @@ def test_a_time_budget_stops_with_a_checkpoint_then_evaluates_averages_and_resum
             in err)
     assert re.search(rf"step {first}/1000000  loss \S+  accuracy \S+  lr 0  ", err), err
     assert "avg/, the average of the last 2 (steps" in err
+    # Where the time went (training/time_account.py): the updates after the first are counted
+    # one by one, and the parts the run had are named.
+    spent = re.search(r"the run's \S+: first update \S+ \(\d+%\), updates \S+ \(\d+%, "
+                      r"([\d,]+) of them\), (.*)", err)
+    start = int(re.search(r"restored \S+ \(step (\d+)\)", err)[1])  # the fixture's copy
+    assert spent and int(spent[1].replace(",", "")) == first - start - 1, err
+    assert re.match(r"(evaluations \S+ \(\d+%, \d+\), )?checkpoints \S+ \(\d+%, \d+\), final "
+                    r"evaluation \S+ \(\d+%\), averaging \S+ \(\d+%\), the rest", spent[2])
     with open(os.path.join(model_copy, "eval", "history.json"), encoding="utf-8") as f:
         assert json.load(f)[-1]["step"] == first
     averaged = json.load(open(os.path.join(model_copy, "avg", "info.json"), encoding="utf-8"))

@@ -10,12 +10,13 @@ import math
 from t2t_lite.training.preemption import stop_on_signals
 from t2t_lite.training.progress import Progress
 from t2t_lite.training.stops import Stopped, TrainingDiverged
+from t2t_lite.training.time_account import TimeAccount
 
 logger = logging.getLogger("t2t_lite")
 
 
 def run_updates(update, save, learning_rate, *, step, train_steps, save_every=1000,
-                log_every=100, periodic=(), summaries=None, budget=None):
+                log_every=100, periodic=(), summaries=None, budget=None, account=None):
     """Calls `update` until `train_steps` updates have been applied in total (resumed runs
     included), or until the first update that starts after the deadline of `budget` (a
     training.budget.TimeBudget, or None), and returns the step reached.
@@ -35,17 +36,29 @@ def run_updates(update, save, learning_rate, *, step, train_steps, save_every=10
     metrics. Each fn(step) of `periodic` (every, fn) pairs runs every `every` updates; one that
     returns True stops training there, after a checkpoint (early stopping).
 
+    The time of the updates (the first apart) and of the saves is counted in `account` (a
+    training.time_account.TimeAccount; None: a new one, unread).
+
     Raises TrainingDiverged on a non-finite loss without saving, so that the last checkpoint is
     the last good one, and Stopped after a checkpoint on SIGTERM or SIGINT.
     """
     progress = Progress(step, train_steps, budget)
+    account = account or TimeAccount()
+    first = True
+
+    def timed_save():
+        with account.measuring("checkpoints"):
+            return save()
+
     with stop_on_signals() as signals:
         while step < train_steps:
             previous_step = step
-            sums, step, stopping, out_of_time = update(
-                signals.requested, budget is not None and budget.spent(),
-                budget.rate_factor() if budget else 1.0,
-                budget.dropout_scale() if budget else None)
+            with account.measuring("first update" if first else "updates"):
+                sums, step, stopping, out_of_time = update(
+                    signals.requested, budget is not None and budget.spent(),
+                    budget.rate_factor() if budget else 1.0,
+                    budget.dropout_scale() if budget else None)
+            first = False
             if not math.isfinite(sums["loss"]):
                 raise TrainingDiverged(
                     f"the loss became {sums['loss']} at step {step}; the last good checkpoint "
@@ -64,7 +77,7 @@ def run_updates(update, save, learning_rate, *, step, train_steps, save_every=10
                 averaging_save = budget is not None and budget.save_due()
                 if (step % save_every == 0 or step == train_steps or stopping or out_of_time
                         or averaging_save):
-                    saved = save()
+                    saved = timed_save()
                     if budget:
                         budget.saved()
                 if stopping:
@@ -76,6 +89,6 @@ def run_updates(update, save, learning_rate, *, step, train_steps, save_every=10
                 stop = [fn(step) for every, fn in periodic if every and step % every == 0]
                 if any(stop):
                     if step % save_every and step != train_steps:
-                        save()
+                        timed_save()
                     break
     return step

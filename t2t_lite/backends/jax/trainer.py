@@ -30,6 +30,7 @@ from t2t_lite.training.loop import run_updates
 from t2t_lite.training.loss import batch_statistics, summarize
 from t2t_lite.training.optimizer import create_optimizer, learning_rate_schedule
 from t2t_lite.training.scalar_summaries import ScalarWriter
+from t2t_lite.training.time_account import TimeAccount
 from t2t_lite.utils.errors import UserError
 
 
@@ -223,15 +224,17 @@ class JaxTrainer:
 
     def train(self, data, train_steps, *, checkpoint_dir=None, keep_checkpoints=20,
               resume_from=None, save_every=1000, log_every=100, periodic=(), summary_dir=None,
-              budget=None):
+              budget=None, account=None):
         """Runs updates from `data` (a data.numpy_pipeline.TrainingBatches) until
         `train_steps` in total or the first update that starts after the deadline of `budget`
         (a training.budget.TimeBudget, whose cool-down it follows), as the TensorFlow trainer's
         train does: the data continues where checkpoint `resume_from` left it, checkpoints every
         save_every updates and at the end, `periodic` (every, fn) calls (a True result stops
         training, after a checkpoint), TrainingDiverged on a non-finite loss, Stopped after a
-        checkpoint on SIGTERM or SIGINT, the logged metrics written to summary_dir. Returns the
-        step reached."""
+        checkpoint on SIGTERM or SIGINT, the logged metrics written to summary_dir, the time spent
+        counted in `account` (a training.time_account.TimeAccount; this trainer also counts the
+        time it waits for its batches, read outside the compiled update). Returns the step
+        reached."""
         if resume_from:
             position = jax_checkpoints.read_position(resume_from)
             if position:
@@ -240,13 +243,15 @@ class JaxTrainer:
             jax_checkpoints.remove_partial_saves(checkpoint_dir)
         writer = ScalarWriter(summary_dir) if summary_dir else None
 
+        account = account or TimeAccount()
         if budget and hosts.several():
             budget = hosts.AgreedBudget(budget)
 
         def update(stop, out_of_time, rate_factor, dropout_scale):
             stop, out_of_time = hosts.agree_on_stops(stop, out_of_time)
-            sums = self.train_step([next(data) for _ in range(self.hparams.accumulate_steps)],
-                                   rate_factor, dropout_scale)
+            with account.measuring("input"):
+                batches = [next(data) for _ in range(self.hparams.accumulate_steps)]
+            sums = self.train_step(batches, rate_factor, dropout_scale)
             return sums, self.step, stop, out_of_time
 
         def save():
@@ -262,7 +267,8 @@ class JaxTrainer:
             return run_updates(update, save, self.learning_rate, step=self.step,
                                train_steps=train_steps, save_every=save_every,
                                log_every=log_every, periodic=periodic,
-                               summaries=writer.scalars if writer else None, budget=budget)
+                               summaries=writer.scalars if writer else None, budget=budget,
+                               account=account)
         finally:
             if writer:
                 writer.close()

@@ -224,7 +224,7 @@ class Trainer:
 
     def train(self, dataset_fn, train_steps, *, checkpoint_dir=None, keep_checkpoints=20,
               resume_from=None, save_every=1000, log_every=100, periodic=(), summary_dir=None,
-              budget=None):
+              budget=None, account=None):
         """Runs updates until `train_steps` have been applied in total (resumed runs included),
         or until the first update that starts after the deadline of `budget` (a
         training.budget.TimeBudget, whose cool-down it follows; on any worker: all stop after
@@ -237,7 +237,8 @@ class Trainer:
         stopping). Returns the step reached. Stops with TrainingDiverged on a non-finite loss
         without saving, so the last checkpoint is the last good one. On SIGTERM or SIGINT (to
         any worker), every worker saves a checkpoint after the same update and stops with
-        Stopped.
+        Stopped. The time of the updates and saves is counted in `account` (a
+        training.time_account.TimeAccount, or None).
         """
         iterators = self.distribute(dataset_fn)
         resume_state = self._resume_state(iterators)
@@ -283,4 +284,4 @@ class Trainer:
         return run_updates(update, save_checkpoint, self.learning_rate, step=self.step,
                            train_steps=train_steps, save_every=save_every, log_every=log_every,
                            periodic=periodic, summaries=summaries if writer else None,
-                           budget=budget)
+                           budget=budget, account=account)
