@@ -156,6 +156,27 @@ def test_early_stopping_after_n_flat_evaluations_and_the_average_of_the_best(
     assert not [r for r in caplog.records if r.getMessage().startswith("step ")]
 
 
+def test_sacrebleus_advice_is_logged_once_and_the_score_is_sacrebleus(caplog, monkeypatch):
+    """Tokenized hypotheses (100 lines ending in " .") make sacreBLEU advise detokenizing, three
+    lines at every corpus score, that is every evaluation of a run: logged the first time only,
+    and the score is sacreBLEU's own all the same."""
+    from t2t_lite.evaluation import metrics
+
+    monkeypatch.setattr(metrics._SACREBLEU_ADVICE_ONCE, "seen", set())
+    hypotheses = [f"the cat sat on mat {i} ." for i in range(120)]
+    references = [f"the cat sat on the mat {i} ." for i in range(120)]
+    scores = []
+    for _ in range(2):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="sacrebleu"):
+            scores.append(metrics.bleu(hypotheses, references)[0].score)
+        scores.append([r.getMessage() for r in caplog.records if r.name == "sacrebleu"])
+    assert len(scores[1]) == 3 and "forgot to detokenize" in scores[1][1]
+    assert scores[3] == []
+    expected = sacrebleu.corpus_bleu(hypotheses, [references]).score
+    assert scores[0] == scores[2] == expected and 0 < expected < 100
+
+
 def test_a_chinese_target_is_scored_with_sacrebleus_zh_tokenizer():
     class ToyChinese(TranslationProblem):
         target_language = "zh"

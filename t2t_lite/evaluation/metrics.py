@@ -1,6 +1,7 @@
 """Scores of decoded text: BLEU and chrF through sacrebleu, on detokenized text, with signatures."""
 
 import importlib.util
+import logging
 
 BLEU_TOKENIZERS = ("13a", "intl", "none", "char", "zh", "ja-mecab", "ko-mecab", "flores101",
                    "flores200")
@@ -19,10 +20,35 @@ def bleu_tokenizer_for(language):
     return "13a"
 
 
+class _EachMessageOnce(logging.Filter):
+    """Passes each message once a process: sacreBLEU repeats its advice (e.g. "It looks like you
+    forgot to detokenize your test data", three lines) at every corpus score, which in training
+    is every evaluation."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = set()
+
+    def filter(self, record):
+        message = record.getMessage()
+        if message in self.seen:
+            return False
+        self.seen.add(message)
+        return True
+
+
+_SACREBLEU_ADVICE_ONCE = _EachMessageOnce()
+
+
 def bleu(hypotheses, references, tokenize="13a", lowercase=False):
     """(sacrebleu BLEUScore, signature) of `hypotheses` against one reference each; the score's
-    `.score` is in 0..100 and the signature says how it was computed."""
+    `.score` is in 0..100 and the signature says how it was computed. sacreBLEU's warnings are
+    logged once a process."""
     import sacrebleu  # a fifth of a second: not for a decoder that scores nothing
+
+    sacrebleu_logger = logging.getLogger("sacrebleu")
+    if _SACREBLEU_ADVICE_ONCE not in sacrebleu_logger.filters:
+        sacrebleu_logger.addFilter(_SACREBLEU_ADVICE_ONCE)
 
     metric = sacrebleu.BLEU(tokenize=tokenize, lowercase=lowercase)
     score = metric.corpus_score(hypotheses, [references])
