@@ -108,6 +108,12 @@ def test_the_demo_task_is_learned_on_jax_with_evaluations_best_and_average(jax_d
     steps, losses = read_scalars(model_dir, "train")["loss"]
     assert steps[-1] == 300 and losses[-1] < 0.5 * losses[0]
     assert read_scalars(model_dir, "eval")["sequence_accuracy"][0] == [100, 200, 300]
+    # Where the time went (training/time_account.py): 299 updates after the first, evaluations at
+    # 100 and 200 (300's is the final one), a save every 50, and the batches JAX's trainer read.
+    assert re.search(r"the run's \S+: first update \S+ \(\d+%\), updates \S+ \(\d+%, 299 of "
+                     r"them\), evaluations \S+ \(\d+%, 2\), checkpoints \S+ \(\d+%, 6\), final "
+                     r"evaluation \S+ \(\d+%\), averaging \S+ \(\d+%\), input \S+ \(within the "
+                     r"updates\), the rest", log), log[-2000:]
 
 
 def test_a_jax_model_dir_decodes_alike_on_jax_tensorflow_and_ctranslate2(jax_demo, tmp_path):
