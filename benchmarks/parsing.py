@@ -9,11 +9,11 @@ Training, dev and test trees come from different seeds.
 Steps: datagen with --task=parsing, training with the trainer CLI for --train_steps updates or
 --train_minutes of wall clock (dev F1 every --eval_every updates at --eval_beam, the best
 checkpoint kept, with --average_last the average of the last N checkpoints, saved every
---save_every updates, too), then the test sentences decoded by each of --checkpoints at each
-of --beams, constrained to well-formed trees and scored by EVALB (COLLINS.prm), with
---compare_limits also without the nesting limits (problems.tree_constraint). Prints a
-Markdown table for benchmarks/RESULTS.md. Run it alone: the minutes are wall-clock minutes on
-this machine.
+--save_every updates or, by default, as the trainer spaces them over a time budget's
+cool-down), then the test sentences decoded by each of --checkpoints at each of --beams,
+constrained to well-formed trees and scored by EVALB (COLLINS.prm), with --compare_limits also
+without the nesting limits (problems.tree_constraint). Prints a Markdown table for
+benchmarks/RESULTS.md. Run it alone: the minutes are wall-clock minutes on this machine.
 
     python benchmarks/parsing.py --treebank wsj_like --trees 3500 --train_minutes 30 \\
         --vocab_size 1000 --eval_beam 4 --average_last 10 --checkpoints best avg --beams 4 21
@@ -60,8 +60,8 @@ def train(args, work):
                   f"--vocab_size={args.vocab_size}", f"--data_dir={data_dir}"])
     budget = ([f"--train_minutes={args.train_minutes}", "--train_steps=1000000"]
               if args.train_minutes else [f"--train_steps={args.train_steps}"])
-    averaging = ([f"--average_last={args.average_last}", f"--save_every={args.save_every}"]
-                 if args.average_last else [])
+    averaging = ([f"--average_last={args.average_last}"] if args.average_last else []) + (
+        [f"--save_every={args.save_every}"] if args.save_every else [])
     start = time.perf_counter()
     trainer.main(["--problem=synthetic_parse", f"--data_dir={data_dir}",
                   f"--hparams_set={args.hparams_set}", f"--hparams={args.hparams}",
@@ -86,7 +86,8 @@ def main():
     parser.add_argument("--eval_every", type=int, default=1000)
     parser.add_argument("--eval_beam", type=int, default=1, help="the dev evaluations' beam")
     parser.add_argument("--average_last", type=int, default=0)
-    parser.add_argument("--save_every", type=int, default=100, help="with --average_last")
+    parser.add_argument("--save_every", type=int, help="with --average_last; default: the "
+                        "trainer's (with --train_minutes, spread over the budget's cool-down)")
     parser.add_argument("--checkpoints", nargs="+", choices=["best", "avg", "last"],
                         default=["best"])
     parser.add_argument("--beams", nargs="+", type=int, default=[21, 4])
@@ -170,8 +171,9 @@ def training_notes(args, minutes):
             + (f"{args.train_minutes:g} minutes" if args.train_minutes else
                f"{args.train_steps:,} steps") + f" in {minutes:.1f} min; dev evaluations every "
             f"{args.eval_every:,} updates at beam {args.eval_beam}, the best kept by dev F1"
-            + (f"; avg: the average of the last {args.average_last}, a checkpoint every "
-               f"{args.save_every} updates" if args.average_last else ""),
+            + (f"; avg: the average of the last {args.average_last}, " + (
+                f"a checkpoint every {args.save_every} updates" if args.save_every else
+                "saved as the trainer spaces them") if args.average_last else ""),
             "search constrained to well-formed trees; nesting limits D, R: at most D deep and R "
             "opens in a row, read from the training trees (none: without them); EVALB with "
             "COLLINS.prm"]
