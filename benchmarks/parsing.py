@@ -163,6 +163,10 @@ def checkpoint_label(model_dir, checkpoint):
 
 
 def training_notes(args, minutes):
+    spacing = (f"a checkpoint every {args.save_every} updates" if args.save_every
+               else "saved as the trainer spaces them")
+    averaging = (f"; avg: the average of the last {args.average_last}, {spacing}"
+                 if args.average_last else "")
     return [f"{args.trees:,} training trees (seed 10), {args.dev_trees} dev trees (seed 11), "
             f"{args.test_trees} test trees (seed 12) of the {args.treebank} treebank",
             (f"{args.record_label}: " if args.record_label else "")
@@ -171,9 +175,7 @@ def training_notes(args, minutes):
             + (f"{args.train_minutes:g} minutes" if args.train_minutes else
                f"{args.train_steps:,} steps") + f" in {minutes:.1f} min; dev evaluations every "
             f"{args.eval_every:,} updates at beam {args.eval_beam}, the best kept by dev F1"
-            + (f"; avg: the average of the last {args.average_last}, " + (
-                f"a checkpoint every {args.save_every} updates" if args.save_every else
-                "saved as the trainer spaces them") if args.average_last else ""),
+            + averaging,
             "search constrained to well-formed trees; nesting limits D, R: at most D deep and R "
             "opens in a row, read from the training trees (none: without them); EVALB with "
             "COLLINS.prm"]
