@@ -5,7 +5,9 @@ versions of the libraries it measured and the load average before and after.
 
 A script that measures one configuration per run (backends.py: one backend, one precision)
 passes `extend=True` to add its rows to the record already there when the columns agree, so
-that a table made of several runs is one record; its date, load and command then list the runs.
+that a table made of several runs is one record; its date, load and command then list the runs,
+its title and source stay the record's own, and its machine and software list a run's only
+where they differ from the record's.
 Any other record is replaced: the pages show today's numbers, and git keeps the old ones.
 """
 
@@ -90,9 +92,15 @@ def write_record(path, title, columns, rows, notes=(), chart=None, gpu=None, ext
         if previous.get("columns") == record["columns"] and previous.get("script") == record[
                 "script"]:
             record["rows"] = previous["rows"] + record["rows"]
-            record["date"] = f"{previous['date']}; {record['date']}"
-            record["load"] = f"{previous['load']}; {record['load']}"
-            record["command"] = f"{previous['command']}; {record['command']}"
+            for field in ("date", "load", "command"):
+                record[field] = f"{previous[field]}; {record[field]}"
+            # The record's own title and source stay (a person may have written them); the
+            # machine and software are listed again only when this run's differ.
+            for field in ("title", "source"):
+                record[field] = previous.get(field, record[field])
+            for field in ("machine", "software"):
+                if previous.get(field) and previous[field] != record[field]:
+                    record[field] = f"{previous[field]}; {record[field]}"
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(dumps(record), encoding="utf-8")

@@ -8,6 +8,7 @@ TensorFlow, Keras or JAX, so these run in a few seconds."""
 
 import argparse
 import importlib
+import json
 import os
 import re
 import subprocess
@@ -261,5 +262,15 @@ def test_a_record_a_script_writes_is_the_table_the_page_shows(tmp_path, results_
                                                "| tensorflow | 40.00 |  |"]
     assert results_pages.significant_numbers("56.10 and 4,738 at beam 4 of 500") == [
         "56.1", "4738"]
+    # A run that extends keeps the record's own title and source, whoever wrote them, and
+    # lists its machine only when it is another.
+    edited = dict(written, title="Speed, edited", source="transcribed", machine="another CPU")
+    path.write_text(json.dumps(edited), encoding="utf-8")
+    record.write_record(path, "Speed", columns, [["jax", 42.0, 3100]], extend=True)
+    extended = results_pages.load_record(path)
+    assert (extended["title"], extended["source"]) == ("Speed, edited", "transcribed")
+    assert extended["machine"].startswith("another CPU; ") and extended["machine"].endswith(
+        "no GPU") and extended["software"] == written["software"]
+    assert [row[0] for row in extended["rows"]] == ["ctranslate2", "tensorflow", "jax"]
     record.write_record(path, "Speed", columns, [["tensorflow", 41.0, 3000]])  # replaces
     assert results_pages.load_record(path)["rows"] == [["tensorflow", 41.0, 3000]]
