@@ -65,9 +65,10 @@ def transformer_small_data():
       (benchmarks/RESULTS.md, "Translation quality").
     - Beam 5 as published, and length normalization alpha 1.0 (the paper's 0.6; fairseq's
       default lenpen is 1.0): +0.5 to +1.3 dev BLEU on small_parallel_enja for both recipes
-      (git history of benchmarks/RESULTS.md, "Quality", 2026-11-25). Train with --keep_best_by=bleu and --average_last=10
-      (the average of the last 10 checkpoints, +0.3 to +0.7 BLEU in those papers; the trainer
-      reports the average's dev metrics beside the best checkpoint's).
+      (git history of benchmarks/RESULTS.md, "Quality", 2026-11-25). Train with
+      --keep_best_by=bleu and --average_last=10 (the average of the last 10 checkpoints, +0.3 to
+      +0.7 BLEU in those papers; the trainer reports the average's dev metrics beside the best
+      checkpoint's).
     """
     return transformer_small().replace(warmup_steps=1000, peak_learning_rate=2e-3, beam_size=5,
                                        alpha=1.0)
