@@ -270,9 +270,9 @@ class Evaluator:
         metric = self.keep_best_by
         if best_metrics and metric in metrics and self.monitor.improves(
                 best_metrics[metric], metrics[metric], min_delta=0):
-            # Averaging usually wins; when it does not on this sample, best/'s lead is still
-            # the maximum of many evaluations of it (on parsing's 200 dev trees, a 0.7 F1 lead
-            # became a 2 F1 loss on test: benchmarks/results/parsing.md), so say so.
+            # Averaging usually wins; when it does not on this sample, best/'s score is still
+            # the highest of many evaluations on it, so optimistic (on parsing's 200 dev trees,
+            # a 0.7 F1 lead became a 2 F1 loss on test: benchmarks/results/parsing.md).
             logger.warning("%s/ is worse than best/ by %s on %s (%.4g against %.4g), but best/ "
                            "is the highest of %d evaluations on that same sample: compare both "
                            "on data neither was chosen on before choosing (both are kept)",
