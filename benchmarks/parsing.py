@@ -27,7 +27,6 @@ column is --record_label).
 
 import argparse
 import itertools
-import json
 import os
 import pathlib
 import re
@@ -205,22 +204,8 @@ def write_test_record(args, model_dir, minutes, rows, sentences):
                  + [beam, round(s.f1, 2), round(s.recall, 2), round(s.precision, 2), s.errors,
                     round(speed, 1)] for checkpoint, limits, beam, s, speed in rows]
     record.write_record(args.record, title, columns, table,
-                        notes=with_earlier_notes(args, args.record, columns,
-                                                 training_notes(args, minutes)),
+                        notes=training_notes(args, minutes),
                         extend=bool(args.record_label) and args.treebank == "wsj_like")
-
-
-def with_earlier_notes(args, path, columns, notes):
-    """`notes` after those of the record at `path` that --record_label extends (the earlier
-    runs' flags: record.write_record extends it when its columns are `columns`), each once."""
-    if not (args.record_label and os.path.isfile(path)):
-        return notes
-    with open(path, encoding="utf-8") as f:
-        earlier = json.load(f)
-    if earlier.get("columns") != columns:
-        return notes
-    earlier = earlier.get("notes", [])
-    return earlier + [note for note in notes if note not in earlier]
 
 
 def write_dev_record(args, model_dir):
@@ -254,7 +239,7 @@ def write_dev_record(args, model_dir):
         columns = ["path", "checkpoint", "updates", "dev decoding",
                    {"name": "dev F1", "digits": 2}]
         record.write_record(args.record_dev, title, columns, rows,
-                            notes=with_earlier_notes(args, args.record_dev, columns, notes),
+                            notes=notes,
                             extend=bool(args.record_label))
     else:
         record.write_record(

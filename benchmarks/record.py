@@ -6,8 +6,8 @@ versions of the libraries it measured and the load average before and after.
 A script that measures one configuration per run (backends.py: one backend, one precision)
 passes `extend=True` to add its rows to the record already there when the columns agree, so
 that a table made of several runs is one record; its date, load and command then list the runs,
-its title and source stay the record's own, and its machine and software list a run's only
-where they differ from the record's.
+its title and source stay the record's own, its notes gain those of a run not there yet, and its
+machine and software list a run's only where they differ from the record's.
 Any other record is replaced: the pages show today's numbers, and git keeps the old ones.
 """
 
@@ -98,6 +98,8 @@ def write_record(path, title, columns, rows, notes=(), chart=None, gpu=None, ext
             # machine and software are listed again only when this run's differ.
             for field in ("title", "source"):
                 record[field] = previous.get(field, record[field])
+            earlier = previous.get("notes", [])  # each run's notes once, the earlier first
+            record["notes"] = earlier + [note for note in record["notes"] if note not in earlier]
             for field in ("machine", "software"):
                 if previous.get(field) and previous[field] != record[field]:
                     record[field] = f"{previous[field]}; {record[field]}"

@@ -264,10 +264,13 @@ def test_a_record_a_script_writes_is_the_table_the_page_shows(tmp_path, results_
         "56.1", "4738"]
     # A run that extends keeps the record's own title and source, whoever wrote them, and
     # lists its machine only when it is another.
-    edited = dict(written, title="Speed, edited", source="transcribed", machine="another CPU")
+    edited = dict(written, title="Speed, edited", source="transcribed", machine="another CPU",
+                  notes=["the first runs' flags"])
     path.write_text(json.dumps(edited), encoding="utf-8")
-    record.write_record(path, "Speed", columns, [["jax", 42.0, 3100]], extend=True)
+    record.write_record(path, "Speed", columns, [["jax", 42.0, 3100]], extend=True,
+                        notes=["this run's flags", "the first runs' flags"])
     extended = results_pages.load_record(path)
+    assert extended["notes"] == ["the first runs' flags", "this run's flags"]  # each once
     assert (extended["title"], extended["source"]) == ("Speed, edited", "transcribed")
     assert extended["machine"].startswith("another CPU; ") and extended["machine"].endswith(
         "no GPU") and extended["software"] == written["software"]
