@@ -37,7 +37,8 @@ CONSTANT_TO_THE_END = ["--hparams=budget_cooldown=0", "--save_every=50"]
 # the README's first own-corpus path, that set with the averaging flags (how much of the
 # difference is the flags), the README's path now (the budget-aware schedule), the same without
 # the cool-down (the path of the 60-minute results of 2026-11-26), and the set as it was until
-# then (dropout 0.2).
+# then (dropout 0.2). Those on transformer_small_data take its depth: 3+3 in the records made
+# before 2026-11-29, 2+2 since (transformer_small_data_3x3 keeps the former).
 RECIPES = {
     "transformer_small": ["--hparams_set=transformer_small", "--keep_best_by=bleu",
                           "--hparams=budget_cooldown=0"],
@@ -58,8 +59,12 @@ RECIPES = {
     "transformer_small_data_sized_dropout": ["--hparams_set=transformer_small_data",
                                              "--hparams=dropout=0.1,budget_max_dropout=0.3",
                                              *AVERAGING],
-    # The README's path with one layer more and one less on each side than the set's 3+3
-    # (issue 42, item 4: which depth learns more per CPU-minute).
+    # The README's path at three depths (issue 42, item 4: which learns more per CPU-minute):
+    # the set's 3+3 until 2026-11-29 (the recipe transformer_small_data of the records made
+    # before), one layer more on each side, and one less (the set's 2+2 since).
+    "transformer_small_data_3x3": ["--hparams_set=transformer_small_data",
+                                   "--hparams=num_encoder_layers=3,num_decoder_layers=3",
+                                   *AVERAGING],
     "transformer_small_data_4x4": ["--hparams_set=transformer_small_data",
                                    "--hparams=num_encoder_layers=4,num_decoder_layers=4",
                                    *AVERAGING],
