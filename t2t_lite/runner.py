@@ -18,7 +18,7 @@ from t2t_lite.export.engines import TrainedModel, make_engine, make_exporter
 from t2t_lite.model_dir import ModelDir
 from t2t_lite.training import warm_start
 from t2t_lite.training.budget import TimeBudget
-from t2t_lite.training.regularization import SizedDropout
+from t2t_lite.training.regularization import SizedDropout, training_tokens
 from t2t_lite.training.time_account import TimeAccount
 from t2t_lite.training.checkpoint_list import (
     DamagedCheckpoint,
@@ -252,10 +252,11 @@ class Runner:
         account = TimeAccount()  # where the run's time goes, logged at its end
         # An explicit --save_every keeps its spacing; otherwise the budget spreads the
         # checkpoints --average_last averages over its cool-down.
+        train_stats = self.problem.stats("train", self.data_dir) if config.train_minutes else {}
         budget = (TimeBudget(config.train_minutes, self.hparams.budget_cooldown,
                              averaged=0 if config.save_every else config.average_last,
-                             sized_dropout=SizedDropout.of(
-                                 self.hparams, self.problem.stats("train", self.data_dir)))
+                             corpus_tokens=training_tokens(train_stats),
+                             sized_dropout=SizedDropout.of(self.hparams, train_stats))
                   if config.train_minutes else None)
         started = self.experiment.init_from
         if (started and started["optimizer"] and not latest_checkpoint(self.model_dir.path)

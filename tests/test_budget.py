@@ -30,14 +30,16 @@ class FakeClock:
 
 
 def budget_run(minutes, cooldown, averaged, seconds_per_update, evaluation_seconds=0.0,
-               eval_every=0, log_every=50, save_every=10**9, sized_dropout=None, start_step=0):
+               eval_every=0, log_every=50, save_every=10**9, corpus_tokens=None,
+               sized_dropout=None, start_step=0):
     """A run of run_updates on a fake clock: each update takes seconds_per_update, each
     evaluation (every eval_every updates) evaluation_seconds. Returns (budget, the updates as
     (clock at their start, rate factor), the steps saved at, and the estimates of the final
     step made at each evaluation); `times` holds the clock at each save and `dropout_scales`
     each update's."""
     clock = FakeClock()
-    budget = TimeBudget(minutes, cooldown, averaged, clock=clock, sized_dropout=sized_dropout)
+    budget = TimeBudget(minutes, cooldown, averaged, clock=clock, corpus_tokens=corpus_tokens,
+                        sized_dropout=sized_dropout)
     updates, saves, estimates, times, scales = [], [], [], [], []
     step = start_step
 
@@ -149,7 +151,7 @@ def test_the_rule_gives_the_documented_dropout_for_given_epochs():
     assert training_tokens({"lengths": {"12": 2, "20": 1}}) == 44  # an older datagen's
     assert training_tokens({}) is None
     rule = SizedDropout.of(HParams(dropout=0.1, budget_max_dropout=0.3), stats)
-    assert (rule.corpus_tokens, rule.dropout, rule.max_dropout) == (40, 0.1, 0.3)
+    assert (rule.dropout, rule.max_dropout) == (0.1, 0.3)
     assert rule.scale(25) == pytest.approx(2.0)
     for hparams, found in ((HParams(dropout=0.1), stats),  # budget_max_dropout 0: off
                            (HParams(dropout=0.0, budget_max_dropout=0.3), stats),
@@ -167,7 +169,8 @@ def test_dropout_is_sized_a_tenth_into_the_budget_by_the_epochs_it_allows(
     caplog.set_level(logging.INFO, logger="t2t_lite")
     budget, updates, _, _ = budget_run(minutes=10, cooldown=0.2, averaged=0,
                                        seconds_per_update=1.0, start_step=start_step,
-                                       sized_dropout=SizedDropout(200, 0.1, 0.3))
+                                       corpus_tokens=200,
+                                       sized_dropout=SizedDropout(0.1, 0.3))
     assert len(updates) == 601  # the last starts at the deadline
     decided = 60  # the update that ends 60 s in
     assert budget.dropout_scales[:decided] == [1.0] * decided
@@ -182,3 +185,23 @@ def test_without_sized_dropout_the_updates_get_no_scale():
     budget, updates, _, _ = budget_run(minutes=1, cooldown=0.2, averaged=0,
                                        seconds_per_update=1.0)
     assert budget.dropout_scales == [None] * len(updates)
+
+
+@pytest.mark.parametrize("start_step, epochs", [(0, 30), (300, 45)])
+def test_the_epochs_the_budget_allows_are_logged_a_tenth_in_without_sized_dropout(
+        caplog, start_step, epochs):
+    """The set's runs (no sized dropout) still say how many epochs the budget allows: 10 minutes
+    at 1 s and 10 target tokens an update (STATISTICS) on a corpus of 200 tokens are 600
+    updates, 30 epochs (45 resumed at step 300), told once, when the update ending 60 s in is
+    done; without the corpus's token count nothing is told."""
+    caplog.set_level(logging.INFO, logger="t2t_lite")
+    budget, updates, _, _ = budget_run(minutes=10, cooldown=0.2, averaged=0,
+                                       seconds_per_update=1.0, start_step=start_step,
+                                       corpus_tokens=200)
+    told = [record.getMessage() for record in caplog.records if "epochs in" in record.getMessage()]
+    assert told == [f"~{epochs} epochs in the time budget: ~{start_step + 600:,} updates in all "
+                    "of ~10 target tokens, against the training split's 200"]
+    assert budget.dropout_scales == [None] * len(updates)
+    caplog.clear()
+    budget_run(minutes=10, cooldown=0.2, averaged=0, seconds_per_update=1.0)
+    assert "epochs in" not in caplog.text

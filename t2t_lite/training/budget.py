@@ -12,8 +12,10 @@ saves that take time cannot move the end: the rate is ~0 at the last update what
 update rate was. The number of updates the budget allows is estimated from the wall-clock
 seconds per update so far (evaluations and saves included) for the progress line and the logs.
 
-With a training.regularization.SizedDropout, the budget also says how many epochs it allows, a
-tenth of the way in, and from then on the factor by which every dropout rate is multiplied.
+Given the training split's target tokens, the budget also says, a tenth of the way in, how many
+epochs it allows (logged: how often the model will see each example is what the published
+small-corpus recipes are sized by); with a training.regularization.SizedDropout, from then on
+also the factor by which every dropout rate is multiplied.
 
 Each run's budget is its own: a resumed run with `--train_minutes=M` continues the schedule from
 its step, cools down again over the end of its own M minutes and sizes dropout by the epochs
@@ -36,7 +38,7 @@ class TimeBudget:
     """The budget of one run, from its creation; `clock` is time.monotonic (a test's fake)."""
 
     def __init__(self, minutes, cooldown=0.2, averaged=0, clock=time.monotonic,
-                 sized_dropout=None):
+                 corpus_tokens=None, sized_dropout=None):
         self.clock = clock
         self.seconds = 60.0 * minutes
         self.start = clock()
@@ -50,10 +52,11 @@ class TimeBudget:
         self._spacing = self._stretch / averaged if averaged else 0.0
         self._last_save = -math.inf
         self._first = self._last = None  # (time, step) after the first and the last update
-        self.sized_dropout = sized_dropout
+        self.corpus_tokens = corpus_tokens  # the training split's target tokens, EOS included
+        self.sized_dropout = sized_dropout  # needs corpus_tokens
         self._tokens = 0.0  # target tokens trained since the first timed update
         self._dropout_scale = 1.0
-        self._dropout_sized = sized_dropout is None
+        self._epochs_told = not corpus_tokens
 
     def spent(self):
         return self.clock() >= self.deadline
@@ -87,18 +90,22 @@ class TimeBudget:
 
     def observe(self, step, tokens=0.0):
         """Notes that `step` was reached now (after each update), which trained `tokens` target
-        tokens; a tenth of the way into the budget, sizes dropout by the epochs it allows."""
+        tokens; a tenth of the way into the budget, logs the epochs it allows and sizes dropout
+        by them."""
         self._last = (self.clock(), step)
         if self._first is None:
             self._first = self._last
         else:
             self._tokens += tokens
-        if not self._dropout_sized and self._last[0] - self.start >= DECIDE_AT * self.seconds:
+        if not self._epochs_told and self._last[0] - self.start >= DECIDE_AT * self.seconds:
             epochs = self.epochs()
             if epochs is not None:
-                self._dropout_sized = True
-                self._dropout_scale = self.sized_dropout.scale(epochs)
-                logger.info(self.sized_dropout.describe(epochs, step))
+                self._epochs_told = True
+                if self.sized_dropout:
+                    self._dropout_scale = self.sized_dropout.scale(epochs)
+                    logger.info(self.sized_dropout.describe(epochs, step))
+                else:
+                    logger.info(self.describe_epochs(epochs))
 
     def final_step(self):
         """The step the run will reach by the deadline at its rate so far (evaluations and saves
@@ -110,14 +117,22 @@ class TimeBudget:
         return step + math.floor(self.seconds_left() / per_update)
 
     def epochs(self):
-        """The epochs of the training split (sized_dropout's) the model will have trained by
-        the deadline: all its updates by then, those of earlier runs included, at this run's
-        target tokens an update; None before two updates were timed."""
+        """The epochs of the training split the model will have trained by the deadline: all
+        its updates by then, those of earlier runs included, at this run's target tokens an
+        update; None before two updates were timed or without the split's token count."""
         final = self.final_step()
-        if final is None or not self._tokens:
+        if final is None or not self._tokens or not self.corpus_tokens:
             return None
-        per_update = self._tokens / (self._last[1] - self._first[1])
-        return final * per_update / self.sized_dropout.corpus_tokens
+        return final * self._tokens_per_update() / self.corpus_tokens
+
+    def _tokens_per_update(self):
+        return self._tokens / (self._last[1] - self._first[1])
+
+    def describe_epochs(self, epochs):
+        """The log line of the epochs the budget allows, and what they are made of."""
+        return (f"~{epochs:.0f} epochs in the time budget: ~{self.final_step():,} updates in all "
+                f"of ~{self._tokens_per_update():,.0f} target tokens, against the training "
+                f"split's {self.corpus_tokens:,}")
 
     def describe(self):
         """One line for the log: the budget, its cool-down and where the average's checkpoints

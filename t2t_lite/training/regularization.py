@@ -46,22 +46,22 @@ def training_tokens(stats):
 
 
 class SizedDropout:
-    """The rule for one run: the training split's target tokens (EOS included), the set's
-    dropout and the most the rule may raise it to."""
+    """The rule for one run: the set's dropout and the most the rule may raise it to (the
+    epochs come from the training.budget.TimeBudget, which knows the split's tokens)."""
 
-    def __init__(self, corpus_tokens, dropout, max_dropout):
-        self.corpus_tokens = corpus_tokens
+    def __init__(self, dropout, max_dropout):
         self.dropout = dropout
         self.max_dropout = max_dropout
 
     @classmethod
     def of(cls, hparams, train_stats):
         """The rule for `hparams` and the training split's stats.json, or None when it cannot
-        raise dropout (budget_max_dropout at most dropout, dropout 0, or no token count)."""
+        raise dropout (budget_max_dropout at most dropout, dropout 0, or no token count to
+        count epochs by)."""
         tokens = training_tokens(train_stats)
         if not hparams.dropout or hparams.budget_max_dropout <= hparams.dropout or not tokens:
             return None
-        return cls(tokens, hparams.dropout, hparams.budget_max_dropout)
+        return cls(hparams.dropout, hparams.budget_max_dropout)
 
     def scale(self, epochs):
         """What every dropout rate is multiplied by for a run of `epochs`."""
