@@ -170,6 +170,8 @@ def main():
     parser.add_argument("--vocab_size", type=int, default=8000)
     parser.add_argument("--train_pairs", type=int, help="train on the corpus's first N pairs "
                         "only (a smaller corpus: more epochs in the same minutes)")
+    parser.add_argument("--seed", type=int, default=1, help="the trainer's --random_seed "
+                        "(another one measures how far the seed alone moves the scores)")
     parser.add_argument("--alphas", type=float, nargs="*", default=[],
                         help="also decode dev with these alphas (best of the three models)")
     parser.add_argument("--test", action="store_true", help="decode and score test too (once)")
@@ -213,7 +215,8 @@ def main():
             lines = run(["t2t-lite-trainer", f"--problem={problem}", f"--data_dir={data_dir}",
                          f"--model_dir={model_dir}", f"--train_minutes={args.minutes}",
                          "--train_steps=1000000", f"--eval_every={args.eval_every}",
-                         "--bleu_tokenize=none", "--random_seed=1", *RECIPES[recipe]], log)
+                         "--bleu_tokenize=none", f"--random_seed={args.seed}",
+                         *RECIPES[recipe]], log)
             entry = {"direction": direction, "recipe": recipe, "flags": RECIPES[recipe],
                      "wall_minutes": round((time.time() - started) / 60, 1),
                      "dev_curve_greedy": dev_curve(lines),
