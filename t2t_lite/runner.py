@@ -252,12 +252,13 @@ class Runner:
         account = TimeAccount()  # where the run's time goes, logged at its end
         # An explicit --save_every keeps its spacing; otherwise the budget spreads the
         # checkpoints --average_last averages over its cool-down.
-        train_stats = self.problem.stats("train", self.data_dir) if config.train_minutes else {}
-        budget = (TimeBudget(config.train_minutes, self.hparams.budget_cooldown,
-                             averaged=0 if config.save_every else config.average_last,
-                             corpus_tokens=training_tokens(train_stats),
-                             sized_dropout=SizedDropout.of(self.hparams, train_stats))
-                  if config.train_minutes else None)
+        budget = None
+        if config.train_minutes:
+            corpus_tokens = training_tokens(self.problem.stats("train", self.data_dir))
+            budget = TimeBudget(config.train_minutes, self.hparams.budget_cooldown,
+                                averaged=0 if config.save_every else config.average_last,
+                                corpus_tokens=corpus_tokens,
+                                sized_dropout=SizedDropout.of(self.hparams, corpus_tokens))
         started = self.experiment.init_from
         if (started and started["optimizer"] and not latest_checkpoint(self.model_dir.path)
                 and config.train_steps <= started["step"]):

@@ -150,14 +150,14 @@ def test_the_rule_gives_the_documented_dropout_for_given_epochs():
     assert training_tokens(stats) == 40
     assert training_tokens({"lengths": {"12": 2, "20": 1}}) == 44  # an older datagen's
     assert training_tokens({}) is None
-    rule = SizedDropout.of(HParams(dropout=0.1, budget_max_dropout=0.3), stats)
+    rule = SizedDropout.of(HParams(dropout=0.1, budget_max_dropout=0.3), training_tokens(stats))
     assert (rule.dropout, rule.max_dropout) == (0.1, 0.3)
     assert rule.scale(25) == pytest.approx(2.0)
     for hparams, found in ((HParams(dropout=0.1), stats),  # budget_max_dropout 0: off
                            (HParams(dropout=0.0, budget_max_dropout=0.3), stats),
                            (HParams(dropout=0.3, budget_max_dropout=0.3), stats),
                            (HParams(dropout=0.1, budget_max_dropout=0.3), {})):
-        assert SizedDropout.of(hparams, found) is None
+        assert SizedDropout.of(hparams, training_tokens(found)) is None
 
 
 @pytest.mark.parametrize("start_step, epochs, dropout", [(0, 30, 0.25), (300, 45, 0.3)])

@@ -54,12 +54,12 @@ class SizedDropout:
         self.max_dropout = max_dropout
 
     @classmethod
-    def of(cls, hparams, train_stats):
-        """The rule for `hparams` and the training split's stats.json, or None when it cannot
-        raise dropout (budget_max_dropout at most dropout, dropout 0, or no token count to
-        count epochs by)."""
-        tokens = training_tokens(train_stats)
-        if not hparams.dropout or hparams.budget_max_dropout <= hparams.dropout or not tokens:
+    def of(cls, hparams, corpus_tokens):
+        """The rule for `hparams` on a training split of `corpus_tokens` (training_tokens), or
+        None when it cannot raise dropout (budget_max_dropout at most dropout, dropout 0, or no
+        token count to count epochs by)."""
+        if (not hparams.dropout or hparams.budget_max_dropout <= hparams.dropout
+                or not corpus_tokens):
             return None
         return cls(hparams.dropout, hparams.budget_max_dropout)
 
