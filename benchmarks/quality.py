@@ -75,6 +75,13 @@ RECIPES = {
     # (issue 42, item 1: the schedule's shape chosen by measurement).
     "transformer_small_data_cooldown04": ["--hparams_set=transformer_small_data",
                                           "--hparams=budget_cooldown=0.4", *AVERAGING],
+    # The README's own-corpus path as issue 42 found it, for its final comparison at any
+    # budget: the set's 3+3 layers then, the paper's rate to the end, a checkpoint every 50
+    # updates for the average.
+    "transformer_small_data_before": [
+        "--hparams_set=transformer_small_data",
+        "--hparams=num_encoder_layers=3,num_decoder_layers=3,budget_cooldown=0",
+        *AVERAGING, "--save_every=50"],
 }
 FINAL_PUNCTUATION = tuple(".?!。？！．")
 LOG_TIME = re.compile(r"^(\d\d):(\d\d):(\d\d) (.*)$")
