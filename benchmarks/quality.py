@@ -255,14 +255,21 @@ def main():
                 entry[f"alpha_{alpha}_dev_beam"] = score(out, f"{files}/dev.{target}")
             results["runs"].append(entry)
             print(json.dumps(entry, indent=1), flush=True)
+            save(results, args.work_dir)
     results["load_after"] = os.getloadavg()
     if args.record_dir:
         write_records(args, results["runs"])
-    path = os.path.join(args.work_dir, "quality.json")
+    print(f"wrote {save(results, args.work_dir)}")
+
+
+def save(results, work_dir):
+    """Writes work_dir/quality.json atomically, after every run: a call stopped in its third
+    run keeps the first two's scores."""
+    path = os.path.join(work_dir, "quality.json")
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         json.dump(results, f, indent=1)
     os.replace(path + ".tmp", path)
-    print(f"wrote {path}")
+    return path
 
 
 if __name__ == "__main__":
