@@ -34,13 +34,20 @@ def add_record_flag(parser, flag="--record", table="the table", example="TOPIC/N
 
 
 def cpu_model():
-    """The CPU's model name, as /proc/cpuinfo gives it (else what `platform` knows)."""
+    """The CPU's model name, as /proc/cpuinfo gives it (else what `platform` knows), with its
+    family and model numbers: cloud VMs may name every generation alike ("AMD EPYC"), and one
+    VM of that name ran this project's 30-minute training 1.8 times faster than another."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+            fields = dict(line.split(":", 1) for line in f.read().split("\n\n")[0].splitlines()
+                          if ":" in line)
     except OSError:
-        names = []
-    return names[0] if names else platform.processor() or platform.machine()
+        fields = {}
+    fields = {key.strip(): value.strip() for key, value in fields.items()}
+    if "model name" not in fields:
+        return platform.processor() or platform.machine()
+    numbers = [f"{key} {fields[key]}" for key in ("cpu family", "model") if key in fields]
+    return fields["model name"] + (f" ({', '.join(numbers)})" if numbers else "")
 
 
 def machine():
