@@ -51,8 +51,7 @@ RECIPES = {
                                          "--hparams=dropout=0.2,budget_cooldown=0",
                                          *AVERAGING, "--save_every=50"],
     # The README's path with the published small-data recipes' dropout throughout, with the
-    # set's 0.1 throughout (the set as it was until 2026-11-30), and with dropout sized by the
-    # epochs the budget allows (the set since then, which turns the rule on).
+    # set's 0.1 throughout, and with dropout sized by the epochs the budget allows.
     "transformer_small_data_dropout03": ["--hparams_set=transformer_small_data",
                                          "--hparams=dropout=0.3,budget_max_dropout=0", *AVERAGING],
     "transformer_small_data_dropout01": ["--hparams_set=transformer_small_data",
