@@ -39,11 +39,11 @@ def cpu_model():
     VM of that name ran this project's 30-minute training 1.8 times faster than another."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            fields = dict(line.split(":", 1) for line in f.read().split("\n\n")[0].splitlines()
-                          if ":" in line)
+            first_cpu = f.read().split("\n\n")[0].splitlines()
     except OSError:
-        fields = {}
-    fields = {key.strip(): value.strip() for key, value in fields.items()}
+        first_cpu = []
+    fields = {key.strip(): value.strip()
+              for key, value in (line.split(":", 1) for line in first_cpu if ":" in line)}
     if "model name" not in fields:
         return platform.processor() or platform.machine()
     numbers = [f"{key} {fields[key]}" for key in ("cpu family", "model") if key in fields]
