@@ -13,8 +13,9 @@ the set's dropout up to 15 epochs, budget_max_dropout from 35 on, linear between
 layer's rate is scaled by the same factor: models.dropout). The corners are the published
 recipes' and our 50k-pair hour's (~15 epochs, where 0.1 beat 0.2), not a measured optimum: in
 20-minute runs on 7,000 and 2,500 pairs of small_parallel_enja (~18 and ~60 epochs), 0.3 cost
-dev BLEU though it lowered dev perplexity (benchmarks/results/quality.md), so no hparams set
-turns the rule on (budget_max_dropout 0).
+dev BLEU though it lowered dev perplexity, and on 10,000 pairs (~44-84 epochs) it gained from
+English to Japanese but was level or lost from Japanese to English
+(benchmarks/results/quality.md), so no hparams set turns the rule on (budget_max_dropout 0).
 """
 
 # The rule's corners, in epochs (each training example once an epoch).
