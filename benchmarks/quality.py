@@ -75,6 +75,14 @@ RECIPES = {
     # (issue 42, item 1: the schedule's shape chosen by measurement).
     "transformer_small_data_cooldown04": ["--hparams_set=transformer_small_data",
                                           "--hparams=budget_cooldown=0.4", *AVERAGING],
+    # The README's path with other regularizers than dropout (issue 42, item 2: one that pays
+    # in both directions): more label smoothing, and dropout on the attention weights and inside
+    # the feed-forward network (fairseq's and Araabi & Monz 2020's small-data knobs).
+    "transformer_small_data_label_smoothing02": ["--hparams_set=transformer_small_data",
+                                                 "--hparams=label_smoothing=0.2", *AVERAGING],
+    "transformer_small_data_attention_relu_dropout": [
+        "--hparams_set=transformer_small_data",
+        "--hparams=attention_dropout=0.1,relu_dropout=0.1", *AVERAGING],
     # The README's own-corpus path as issue 42 found it, for its final comparison at any
     # budget: the set's 3+3 layers then, the paper's rate to the end, a checkpoint every 50
     # updates for the average.
