@@ -187,6 +187,19 @@ def data_parallel(config, arrays):
     results["dropout_eval_loss"] = np.array(
         dropped._statistics(trainable, non_trainable, features, labels)["loss"])
     results["dropout_programs"] = np.array(dropped._gradients._cache_size())
+    # hparam weight_decay in the compiled update: one update of one batch from the same weights
+    # with and without it, the weights before, and the update's learning rate.
+    batch = next(data)
+    for name, decay in (("plain", 0.0), ("decayed", 2.0)):
+        keras.utils.set_random_seed(7)
+        trainer = JaxTrainer(hparams.replace(weight_decay=decay), config["vocab_size"])
+        results["decay_rate"] = np.array(trainer.learning_rate())
+        before = [np.asarray(value) for value in trainer.state[0]]
+        trainer.train_step([batch])
+        for i, (variable, value) in enumerate(zip(trainer.model.trainable_variables,
+                                                  trainer.state[0])):
+            results[f"decay_{name}_{variable.name}_{i}"] = np.asarray(value)
+            results[f"decay_before_{variable.name}_{i}"] = before[i]
     return results
 
 

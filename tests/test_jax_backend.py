@@ -201,7 +201,8 @@ def test_data_parallel_over_two_devices_updates_as_one_device_does(tmp_path):
     is the same rate: a factor the JAX trainer ignored would part them. Two more epochs compile
     nothing new: the shapes are static. A time budget's dropout scale reaches the compiled
     update: at 0 the training loss is the evaluation loss, at 1 and 2 it is not, and all three
-    are one program."""
+    are one program. hparam weight_decay shrinks the weights as on TensorFlow
+    (test_training.py)."""
     rng = np.random.default_rng(0)
     inputs = [rng.integers(2, 12, rng.integers(1, 10)) for _ in range(400)]
     targets = [x[::-1] for x in inputs]
@@ -229,6 +230,14 @@ def test_data_parallel_over_two_devices_updates_as_one_device_does(tmp_path):
     assert on["dropout_loss_0"] == pytest.approx(on["dropout_eval_loss"], rel=1e-5)
     assert len({float(on[f"dropout_loss_{scale}"]) for scale in (0, 1, 2)}) == 3
     assert on["dropout_programs"] == 1
+    decayed = [k for k in on if k.startswith("decay_decayed_")]
+    assert {k.split("_")[2] for k in decayed} >= {"kernel", "embeddings", "bias", "gamma", "beta"}
+    for name in decayed:
+        kind = name.split("_")[2]
+        shrink = 0 if kind in ("bias", "gamma", "beta") else on["decay_rate"] * 2.0
+        before = on[name.replace("decayed", "before", 1)]
+        np.testing.assert_allclose(on[name] - on[name.replace("decayed", "plain", 1)],
+                                   -shrink * before, atol=1e-6, err_msg=name)
     names = [k for k in on if k.startswith("weight_1_")]
     assert len(names) > 10
     for name in names:

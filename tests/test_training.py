@@ -256,6 +256,29 @@ def test_clipping_under_float16_loss_scaling_clips_the_unscaled_gradient():
     assert float(trainer.optimizer.scale_loss(1.0)) > 1  # it was loss-scaled
 
 
+def test_weight_decay_shrinks_weights_by_rate_times_decay_before_adams_step():
+    """One update of the same batch from the same weights with and without weight_decay: they
+    differ by exactly rate * weight_decay * the starting weights (AdamW's decoupled decay; the
+    gradient and Adam's step are the same) in the matrices and the embeddings, and not at all in
+    the biases and LayerNorm's scales and offsets."""
+    decay = 2.0
+    batches = replica_batches(1, replicas=1)
+    decayed = Trainer(tiny_hparams(weight_decay=decay), VOCAB)
+    plain = Trainer(tiny_hparams(), VOCAB)
+    plain.model.set_weights(decayed.model.get_weights())
+    start = [v.numpy() for v in decayed.model.trainable_variables]
+    rate = 0.1 * 32**-0.5  # tiny_hparams' learning rate at the first step (warmup_steps=1)
+    train_losses(decayed, batches, 1)
+    train_losses(plain, batches, 1)
+    names = [v.name for v in decayed.model.trainable_variables]
+    assert {"kernel", "embeddings", "bias", "gamma", "beta"} <= set(names)
+    for name, before, after, without in zip(names, start, decayed.model.trainable_variables,
+                                            plain.model.trainable_variables):
+        shrink = 0 if name in ("bias", "gamma", "beta") else rate * decay
+        np.testing.assert_allclose(after.numpy() - without.numpy(), -shrink * before,
+                                   atol=1e-6, err_msg=name)
+
+
 @pytest.mark.slow  # trains 2 models, one XLA-compiled: ~7 s
 def test_xla_compiled_training_matches_graph_training():
     batches = replica_batches(2, replicas=1)

@@ -39,12 +39,25 @@ def learning_rate_schedule(hparams):
     return TransformerSchedule(hparams.d_model, hparams.warmup_steps, hparams.schedule_multiplier)
 
 
+# Variables weight decay leaves alone (by their names in keras: Dense's and LayerNormalization's
+# `bias`, LayerNormalization's `gamma` and `beta`), as AdamW's users (BERT, fairseq) do: shrinking
+# an offset or a scale toward 0 does not make the model simpler.
+NOT_DECAYED = ("bias", "gamma", "beta")
+
+
 def create_optimizer(hparams, schedule=None):
     """Adam with the paper's betas and epsilon on `schedule` (the paper's, learning_rate_schedule,
-    by default); loss-scaled in float16."""
+    by default), with hparam weight_decay's decoupled decay (keras applies it as AdamW does, the
+    variable times rate * weight_decay subtracted before Adam's step); loss-scaled in float16."""
     optimizer = keras.optimizers.Adam(
         learning_rate=schedule or learning_rate_schedule(hparams),
-        beta_1=hparams.adam_beta1, beta_2=hparams.adam_beta2, epsilon=hparams.adam_epsilon)
+        beta_1=hparams.adam_beta1, beta_2=hparams.adam_beta2, epsilon=hparams.adam_epsilon,
+        weight_decay=hparams.weight_decay or None)
+    if hparams.weight_decay:
+        # The name's last part: keras's own variables are named `gamma`, the tf.Variables the
+        # TensorFlow backend decays under a distribution strategy `.../gamma:0`.
+        optimizer.exclude_from_weight_decay(
+            var_names=[rf"(?:^|/)(?:{'|'.join(NOT_DECAYED)})(?::\d+)?$"])
     if hparams.precision == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer
