@@ -84,9 +84,12 @@ RECIPES = {
         "--hparams_set=transformer_small_data",
         "--hparams=attention_dropout=0.1,relu_dropout=0.1", *AVERAGING],
     # Decoupled weight decay (AdamW's): 0.1 shrinks the weights by ~30% over a 15-minute run's
-    # summed learning rate (~3.5 at transformer_small_data's peak of 2e-3) absent gradients.
+    # summed learning rate (~3.3 at transformer_small_data's peak of 2e-3) absent gradients.
     "transformer_small_data_weight_decay": ["--hparams_set=transformer_small_data",
                                             "--hparams=weight_decay=0.1", *AVERAGING],
+    # Ten times that: a decay whose time constant, 1 / (rate * decay), is ~500-1,000 updates.
+    "transformer_small_data_weight_decay1": ["--hparams_set=transformer_small_data",
+                                             "--hparams=weight_decay=1.0", *AVERAGING],
     # The README's own-corpus path as issue 42 found it, for its final comparison at any
     # budget: the set's 3+3 layers then, the paper's rate to the end, a checkpoint every 50
     # updates for the average.
