@@ -28,8 +28,9 @@ class HParamsError(UserError, ValueError):
 # change them (e.g. a lower learning_rate after the loss diverged, or float16 to go faster).
 TRAINING_ONLY = ("dropout", "attention_dropout", "relu_dropout", "batch_size", "label_smoothing",
                  "learning_rate", "peak_learning_rate", "warmup_steps", "budget_cooldown",
-                 "budget_max_dropout", "weight_decay", "clip_grad_norm", "accumulate_steps",
-                 "precision", "model_parallel", "packed_length")
+                 "budget_max_dropout", "budget_max_weight_decay", "weight_decay",
+                 "clip_grad_norm", "accumulate_steps", "precision", "model_parallel",
+                 "packed_length")
 # Hparams that define the function a model's weights compute: a model started from another's
 # weights (the trainer's --init_from) must have the same values.
 ARCHITECTURE = ("num_encoder_layers", "num_decoder_layers", "d_model", "d_ff", "num_heads",
@@ -108,6 +109,9 @@ class HParams:
     # first shrinks the weight matrices and the embeddings by learning rate * weight_decay
     # (biases and LayerNorm's scales and offsets are left alone); 0: the paper's Adam.
     weight_decay: float = _range(0.0, 0)
+    # With a time budget: weight decay rises from `weight_decay` toward this as the epochs the
+    # budget allows grow, by budget_max_dropout's rule; 0 or at most `weight_decay`: no change.
+    budget_max_weight_decay: float = _range(0.0, 0)
     clip_grad_norm: float = _range(0.0, 0)  # 0 = no clipping
     accumulate_steps: int = _range(1, 1, INT32_MAX)  # micro-batches per optimizer update
     precision: str = _choice("float32", "mixed_float16", "mixed_bfloat16")

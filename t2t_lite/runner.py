@@ -18,7 +18,7 @@ from t2t_lite.export.engines import TrainedModel, make_engine, make_exporter
 from t2t_lite.model_dir import ModelDir
 from t2t_lite.training import warm_start
 from t2t_lite.training.budget import TimeBudget
-from t2t_lite.training.regularization import SizedDropout, training_tokens
+from t2t_lite.training.regularization import SizedRegularization, training_tokens
 from t2t_lite.training.time_account import TimeAccount
 from t2t_lite.training.checkpoint_list import (
     DamagedCheckpoint,
@@ -258,7 +258,7 @@ class Runner:
             budget = TimeBudget(config.train_minutes, self.hparams.budget_cooldown,
                                 averaged=0 if config.save_every else config.average_last,
                                 corpus_tokens=corpus_tokens,
-                                sized_dropout=SizedDropout.of(self.hparams, corpus_tokens))
+                                sized=SizedRegularization.of(self.hparams, corpus_tokens))
         started = self.experiment.init_from
         if (started and started["optimizer"] and not latest_checkpoint(self.model_dir.path)
                 and config.train_steps <= started["step"]):

@@ -188,18 +188,27 @@ def data_parallel(config, arrays):
         dropped._statistics(trainable, non_trainable, features, labels)["loss"])
     results["dropout_programs"] = np.array(dropped._gradients._cache_size())
     # hparam weight_decay in the compiled update: one update of one batch from the same weights
-    # with and without it, the weights before, and the update's learning rate.
+    # with and without it, and with a time budget's sized weight decay given to the update
+    # instead (training/optimizer.py `decaying`); the weights before, and the update's learning
+    # rate.
     batch = next(data)
-    for name, decay in (("plain", 0.0), ("decayed", 2.0)):
+    for name, decay, sized in (("plain", 0.0, None), ("decayed", 2.0, None),
+                               ("sized", 0.0, 2.0)):
         keras.utils.set_random_seed(7)
         trainer = JaxTrainer(hparams.replace(weight_decay=decay), config["vocab_size"])
         results["decay_rate"] = np.array(trainer.learning_rate())
         before = [np.asarray(value) for value in trainer.state[0]]
-        trainer.train_step([batch])
+        trainer.train_step([batch], weight_decay=sized)
         for i, (variable, value) in enumerate(zip(trainer.model.trainable_variables,
                                                   trainer.state[0])):
             results[f"decay_{name}_{variable.name}_{i}"] = np.asarray(value)
             results[f"decay_before_{variable.name}_{i}"] = before[i]
+    # Other sized weight decays compile no other update.
+    programs = []
+    for decay in (0.5, 1.0):
+        trainer.train_step([batch], weight_decay=decay)
+        programs.append(trainer._apply._cache_size())
+    results["sized_decay_programs"] = np.array(programs)
     return results
 
 

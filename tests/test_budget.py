@@ -2,7 +2,8 @@
 fake clock: the rate factor is 1 until the cool-down and then the exact linear fall to 0 at the
 deadline, the last update is at 0, --average_last's checkpoints lie evenly in the cool-down,
 the estimate of the updates the budget allows is what the run makes, and the progress line's
-ETA is the budget's end; with sized dropout, the rule's choices and when the run applies them.
+ETA is the budget's end; with sized dropout and weight decay, the rule's choices and when the
+run applies them.
 No timing: every second here is the fake clock's."""
 
 import logging
@@ -12,7 +13,7 @@ import pytest
 from t2t_lite.training.budget import TimeBudget
 from t2t_lite.config import HParams
 from t2t_lite.training.loop import run_updates
-from t2t_lite.training.regularization import SizedDropout, dropout_for, training_tokens
+from t2t_lite.training.regularization import SizedRegularization, sized, training_tokens
 
 
 
@@ -31,22 +32,23 @@ class FakeClock:
 
 def budget_run(minutes, cooldown, averaged, seconds_per_update, evaluation_seconds=0.0,
                eval_every=0, log_every=50, save_every=10**9, corpus_tokens=None,
-               sized_dropout=None, start_step=0):
+               sized_rule=None, start_step=0):
     """A run of run_updates on a fake clock: each update takes seconds_per_update, each
     evaluation (every eval_every updates) evaluation_seconds. Returns (budget, the updates as
     (clock at their start, rate factor), the steps saved at, and the estimates of the final
-    step made at each evaluation); `times` holds the clock at each save and `dropout_scales`
-    each update's."""
+    step made at each evaluation); `times` holds the clock at each save, `dropout_scales` and
+    `weight_decays` each update's."""
     clock = FakeClock()
     budget = TimeBudget(minutes, cooldown, averaged, clock=clock, corpus_tokens=corpus_tokens,
-                        sized_dropout=sized_dropout)
-    updates, saves, estimates, times, scales = [], [], [], [], []
+                        sized=sized_rule)
+    updates, saves, estimates, times, scales, decays = [], [], [], [], [], []
     step = start_step
 
-    def update(stop, out_of_time, rate_factor, dropout_scale):
+    def update(stop, out_of_time, rate_factor, dropout_scale, weight_decay):
         nonlocal step
         updates.append((clock.now, rate_factor))
         scales.append(dropout_scale)
+        decays.append(weight_decay)
         clock.now += seconds_per_update
         step += 1
         return STATISTICS, step, stop, out_of_time
@@ -64,7 +66,7 @@ def budget_run(minutes, cooldown, averaged, seconds_per_update, evaluation_secon
     run_updates(update, save, lambda: 1.0, step=start_step, train_steps=10**9,
                 save_every=save_every, log_every=log_every, periodic=[(eval_every, evaluate)],
                 budget=budget)
-    budget.times, budget.dropout_scales = times, scales
+    budget.times, budget.dropout_scales, budget.weight_decays = times, scales, decays
     return budget, updates, saves, estimates
 
 
@@ -143,21 +145,42 @@ def test_the_progress_line_and_the_log_say_where_the_budget_ends(caplog):
 def test_the_rule_gives_the_documented_dropout_for_given_epochs():
     """regularization.py's rule: the set's dropout up to 15 epochs, budget_max_dropout from 35
     on, linear between; never below the set's; off without room to raise it or a count."""
-    assert [dropout_for(epochs, 0.1, 0.3) for epochs in (2, 15, 20, 25, 30, 35, 80)] == [
+    assert [sized(epochs, 0.1, 0.3) for epochs in (2, 15, 20, 25, 30, 35, 80)] == [
         0.1, 0.1, 0.15, 0.2, 0.25, 0.3, 0.3]
-    assert dropout_for(60, 0.3, 0.2) == dropout_for(60, 0.3, 0.0) == 0.3
+    assert sized(60, 0.3, 0.2) == sized(60, 0.3, 0.0) == 0.3
     stats = {"examples": 3, "target_tokens": 40, "lengths": {"12": 2, "20": 1}}
     assert training_tokens(stats) == 40
     assert training_tokens({"lengths": {"12": 2, "20": 1}}) == 44  # an older datagen's
     assert training_tokens({}) is None
-    rule = SizedDropout.of(HParams(dropout=0.1, budget_max_dropout=0.3), training_tokens(stats))
+    rule = SizedRegularization.of(HParams(dropout=0.1, budget_max_dropout=0.3),
+                                  training_tokens(stats))
     assert (rule.dropout, rule.max_dropout) == (0.1, 0.3)
-    assert rule.scale(25) == pytest.approx(2.0)
+    assert rule.dropout_scale(25) == pytest.approx(2.0)
+    assert rule.weight_decay_for(25) is None  # budget_max_weight_decay 0: not sized
     for hparams, found in ((HParams(dropout=0.1), stats),  # budget_max_dropout 0: off
                            (HParams(dropout=0.0, budget_max_dropout=0.3), stats),
                            (HParams(dropout=0.3, budget_max_dropout=0.3), stats),
-                           (HParams(dropout=0.1, budget_max_dropout=0.3), {})):
-        assert SizedDropout.of(hparams, training_tokens(found)) is None
+                           (HParams(dropout=0.1, budget_max_dropout=0.3), {}),
+                           (HParams(weight_decay=0.5, budget_max_weight_decay=0.5), stats),
+                           (HParams(budget_max_weight_decay=1.0), {})):
+        assert SizedRegularization.of(hparams, training_tokens(found)) is None
+
+
+def test_the_rule_gives_the_documented_weight_decay_for_given_epochs():
+    """Weight decay by the same rule: the set's up to 15 epochs, budget_max_weight_decay from
+    35 on, linear between; from a set without weight decay, and with dropout 0 (which the rule
+    cannot scale, so dropout is left alone)."""
+    rule = SizedRegularization.of(HParams(dropout=0.0, budget_max_weight_decay=1.0), 10**6)
+    assert [rule.weight_decay_for(epochs) for epochs in (2, 15, 20, 25, 33, 35, 80)] == [
+        0.0, 0.0, 0.25, 0.5, 0.9, 1.0, 1.0]
+    assert rule.dropout_scale(40) is None
+    both = SizedRegularization.of(HParams(dropout=0.1, budget_max_dropout=0.3, weight_decay=0.2,
+                                          budget_max_weight_decay=1.0), 10**6)
+    assert (both.dropout_scale(30), both.weight_decay_for(30)) == (pytest.approx(2.5), 0.8)
+    assert both.describe(30, 96) == (
+        "~30 epochs in the time budget: dropout 0.25 and weight decay 0.8 from step 96 (the "
+        "set's 0.1 and 0.2 until then; 15 epochs or fewer keep them, 35 or more raise them to "
+        "hparam budget_max_dropout=0.3 and budget_max_weight_decay=1, 0 turns this off)")
 
 
 @pytest.mark.parametrize("start_step, epochs, dropout", [(0, 30, 0.25), (300, 45, 0.3)])
@@ -170,21 +193,43 @@ def test_dropout_is_sized_a_tenth_into_the_budget_by_the_epochs_it_allows(
     budget, updates, _, _ = budget_run(minutes=10, cooldown=0.2, averaged=0,
                                        seconds_per_update=1.0, start_step=start_step,
                                        corpus_tokens=200,
-                                       sized_dropout=SizedDropout(0.1, 0.3))
+                                       sized_rule=SizedRegularization(0.1, 0.3))
     assert len(updates) == 601  # the last starts at the deadline
     decided = 60  # the update that ends 60 s in
     assert budget.dropout_scales[:decided] == [1.0] * decided
     assert budget.dropout_scales[decided:] == [pytest.approx(dropout / 0.1)] * (601 - decided)
     assert (f"~{epochs} epochs in the time budget: dropout {dropout:g} from step "
             f"{start_step + decided} (the set's 0.1 until then" in caplog.text)
-    assert budget.describe().endswith("; dropout sized by the epochs the budget allows, 10% of "
-                                      "the way in (hparam budget_max_dropout=0.3)")
+    assert budget.describe().endswith("; dropout (hparam budget_max_dropout=0.3) sized by the "
+                                      "epochs the budget allows, 10% of the way in")
+    assert budget.weight_decays == [None] * 601  # not sized: as the optimizer was built
+
+
+@pytest.mark.parametrize("start_step, epochs, decay", [(0, 30, 0.75), (300, 45, 1.0)])
+def test_weight_decay_is_sized_a_tenth_into_the_budget_by_the_epochs_it_allows(
+        caplog, start_step, epochs, decay):
+    """The same run as above with weight decay sized instead of dropout: the updates get the
+    set's weight decay (0) until 60 s in, then the rule's for the epochs, and no dropout scale
+    (the set's dropout stays as built)."""
+    caplog.set_level(logging.INFO, logger="t2t_lite")
+    budget, updates, _, _ = budget_run(minutes=10, cooldown=0.2, averaged=0,
+                                       seconds_per_update=1.0, start_step=start_step,
+                                       corpus_tokens=200,
+                                       sized_rule=SizedRegularization(0.1, 0.1, 0.0, 1.0))
+    decided = 60
+    assert budget.weight_decays == [0.0] * decided + [decay] * (601 - decided)
+    assert budget.dropout_scales == [None] * 601
+    assert (f"~{epochs} epochs in the time budget: weight decay {decay:g} from step "
+            f"{start_step + decided} (the set's 0 until then; 15 epochs or fewer keep it, 35 or "
+            "more raise it to hparam budget_max_weight_decay=1, 0 turns this off)" in caplog.text)
+    assert budget.describe().endswith("; weight decay (hparam budget_max_weight_decay=1) sized "
+                                      "by the epochs the budget allows, 10% of the way in")
 
 
 def test_without_sized_dropout_the_updates_get_no_scale():
     budget, updates, _, _ = budget_run(minutes=1, cooldown=0.2, averaged=0,
                                        seconds_per_update=1.0)
-    assert budget.dropout_scales == [None] * len(updates)
+    assert budget.dropout_scales == budget.weight_decays == [None] * len(updates)
 
 
 @pytest.mark.parametrize("start_step, epochs", [(0, 30), (300, 45)])

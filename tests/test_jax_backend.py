@@ -202,7 +202,8 @@ def test_data_parallel_over_two_devices_updates_as_one_device_does(tmp_path):
     nothing new: the shapes are static. A time budget's dropout scale reaches the compiled
     update: at 0 the training loss is the evaluation loss, at 1 and 2 it is not, and all three
     are one program. hparam weight_decay shrinks the weights as on TensorFlow
-    (test_training.py)."""
+    (test_training.py), and so does the same weight decay given to the update (a time budget's
+    sized weight decay), whose other values compile nothing new."""
     rng = np.random.default_rng(0)
     inputs = [rng.integers(2, 12, rng.integers(1, 10)) for _ in range(400)]
     targets = [x[::-1] for x in inputs]
@@ -238,6 +239,9 @@ def test_data_parallel_over_two_devices_updates_as_one_device_does(tmp_path):
         before = on[name.replace("decayed", "before", 1)]
         np.testing.assert_allclose(on[name] - on[name.replace("decayed", "plain", 1)],
                                    -shrink * before, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(on[name.replace("decayed", "sized", 1)], on[name],
+                                   atol=1e-6, err_msg=name)
+    assert on["sized_decay_programs"][0] == on["sized_decay_programs"][1]
     names = [k for k in on if k.startswith("weight_1_")]
     assert len(names) > 10
     for name in names:

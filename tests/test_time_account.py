@@ -26,7 +26,7 @@ def test_the_loop_counts_updates_saves_and_evaluations_exactly():
     clock.now += 30  # start-up: reading data, building the model
     step = 0
 
-    def update(stop, out_of_time, rate_factor, dropout_scale):
+    def update(stop, out_of_time, rate_factor, dropout_scale, weight_decay):
         nonlocal step
         with account.measuring("input"):
             clock.now += 0.5

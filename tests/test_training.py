@@ -279,6 +279,35 @@ def test_weight_decay_shrinks_weights_by_rate_times_decay_before_adams_step():
                                    atol=1e-6, err_msg=name)
 
 
+def test_a_sized_weight_decay_reaches_the_traced_update_without_tracing_it_again():
+    """A time budget's sized weight decay (training/optimizer.py `decaying`) on a set without
+    weight_decay: two trainers from the same weights make the same first update, one at weight
+    decay 0 given to the update, the other as built; at the second the first gets 2, and they
+    then differ by exactly that update's rate * 2 * the weights before it in the matrices and
+    the embeddings, not at all in the biases and LayerNorm's. One trace served both decays (a
+    number frozen into it would have kept them equal)."""
+    decay = 2.0
+    batches = replica_batches(2, replicas=1)
+    sized, plain = Trainer(tiny_hparams(), VOCAB), Trainer(tiny_hparams(), VOCAB)
+    plain.model.set_weights(sized.model.get_weights())
+    sized_data, plain_data = (trainer.distribute(lambda context: as_dataset(batches).repeat())
+                              for trainer in (sized, plain))
+    sized.train_step(sized_data, weight_decay=0.0)
+    plain.train_step(plain_data)
+    assert_close_arrays(sized.model.get_weights(), plain.model.get_weights(), rtol=1e-6)
+    start = [v.numpy() for v in sized.model.trainable_variables]
+    rate = sized.learning_rate()
+    assert rate == pytest.approx(0.1 * 32**-0.5 * 2**-0.5)  # the paper's rate at step 2
+    sized.train_step(sized_data, weight_decay=decay)
+    plain.train_step(plain_data)
+    for variable, before, without in zip(sized.model.trainable_variables, start,
+                                         plain.model.trainable_variables):
+        shrink = 0 if variable.name in ("bias", "gamma", "beta") else rate * decay
+        np.testing.assert_allclose(variable.numpy() - without.numpy(), -shrink * before,
+                                   atol=1e-6, err_msg=variable.name)
+    assert sized._train_step.experimental_get_tracing_count() == 1
+
+
 @pytest.mark.slow  # trains 2 models, one XLA-compiled: ~7 s
 def test_xla_compiled_training_matches_graph_training():
     batches = replica_batches(2, replicas=1)

@@ -14,12 +14,12 @@ seconds per update so far (evaluations and saves included) for the progress line
 
 Given the training split's target tokens, the budget also says, a tenth of the way in, how many
 epochs it allows (logged: how often the model will see each example is what the published
-small-corpus recipes are sized by); with a training.regularization.SizedDropout, from then on
-also the factor by which every dropout rate is multiplied.
+small-corpus recipes are sized by); with a training.regularization.SizedRegularization, from
+then on also the factor by which every dropout rate is multiplied and the weight decay.
 
 Each run's budget is its own: a resumed run with `--train_minutes=M` continues the schedule from
-its step, cools down again over the end of its own M minutes and sizes dropout by the epochs
-the model will have trained by then, its earlier runs' included.
+its step, cools down again over the end of its own M minutes and sizes the regularization by
+the epochs the model will have trained by then, its earlier runs' included.
 """
 
 import logging
@@ -38,7 +38,7 @@ class TimeBudget:
     """The budget of one run, from its creation; `clock` is time.monotonic (a test's fake)."""
 
     def __init__(self, minutes, cooldown=0.2, averaged=0, clock=time.monotonic,
-                 corpus_tokens=None, sized_dropout=None):
+                 corpus_tokens=None, sized=None):
         self.clock = clock
         self.seconds = 60.0 * minutes
         self.start = clock()
@@ -53,9 +53,9 @@ class TimeBudget:
         self._last_save = -math.inf
         self._first = self._last = None  # (time, step) after the first and the last update
         self.corpus_tokens = corpus_tokens  # the training split's target tokens, EOS included
-        self.sized_dropout = sized_dropout  # needs corpus_tokens
+        self.sized = sized  # a SizedRegularization; needs corpus_tokens
         self._tokens = 0.0  # target tokens trained since the first timed update
-        self._dropout_scale = 1.0
+        self._epochs = None  # as estimated a tenth of the way in
         self._epochs_told = not corpus_tokens
 
     def spent(self):
@@ -85,13 +85,23 @@ class TimeBudget:
         self._last_save = self.clock()
 
     def dropout_scale(self):
-        """What every dropout rate is multiplied by now (None without a SizedDropout)."""
-        return self._dropout_scale if self.sized_dropout else None
+        """What every dropout rate is multiplied by now (None: dropout is not sized)."""
+        if not (self.sized and self.sized.sizes_dropout):
+            return None
+        return 1.0 if self._epochs is None else self.sized.dropout_scale(self._epochs)
+
+    def weight_decay(self):
+        """The weight decay now (None: weight decay is not sized, the optimizer's as built)."""
+        if not (self.sized and self.sized.sizes_weight_decay):
+            return None
+        if self._epochs is None:
+            return self.sized.weight_decay
+        return self.sized.weight_decay_for(self._epochs)
 
     def observe(self, step, tokens=0.0):
         """Notes that `step` was reached now (after each update), which trained `tokens` target
-        tokens; a tenth of the way into the budget, logs the epochs it allows and sizes dropout
-        by them."""
+        tokens; a tenth of the way into the budget, logs the epochs it allows and sizes the
+        regularization by them."""
         self._last = (self.clock(), step)
         if self._first is None:
             self._first = self._last
@@ -101,9 +111,9 @@ class TimeBudget:
             epochs = self.epochs()
             if epochs is not None:
                 self._epochs_told = True
-                if self.sized_dropout:
-                    self._dropout_scale = self.sized_dropout.scale(epochs)
-                    logger.info(self.sized_dropout.describe(epochs, step))
+                if self.sized:
+                    self._epochs = epochs
+                    logger.info(self.sized.describe(epochs, step))
                 else:
                     logger.info(self.describe_epochs(epochs))
 
@@ -147,7 +157,12 @@ class TimeBudget:
             stretch = self._stretch / 60
             text += (f"; the {self.averaged} checkpoints --average_last averages are saved every "
                      f"{stretch / self.averaged:.3g} min over the last {stretch:.3g}")
-        if self.sized_dropout:
-            text += (f"; dropout sized by the epochs the budget allows, {DECIDE_AT:.0%} of the "
-                     f"way in (hparam budget_max_dropout={self.sized_dropout.max_dropout:g})")
+        if self.sized:
+            knobs = [f"{name} (hparam {hparam}={most:g})" for name, hparam, most, sizes in (
+                ("dropout", "budget_max_dropout", self.sized.max_dropout,
+                 self.sized.sizes_dropout),
+                ("weight decay", "budget_max_weight_decay", self.sized.max_weight_decay,
+                 self.sized.sizes_weight_decay)) if sizes]
+            text += (f"; {' and '.join(knobs)} sized by the epochs the budget allows, "
+                     f"{DECIDE_AT:.0%} of the way in")
         return text

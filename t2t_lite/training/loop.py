@@ -21,12 +21,13 @@ def run_updates(update, save, learning_rate, *, step, train_steps, save_every=10
     included), or until the first update that starts after the deadline of `budget` (a
     training.budget.TimeBudget, or None), and returns the step reached.
 
-    update(stop_requested, out_of_time, rate_factor, dropout_scale) makes one update from `step`,
-    its learning rate times rate_factor (the budget's cool-down; 1 without one) and its dropout
-    rates times dropout_scale (the budget's sized dropout; None: as built), and returns (sums, step,
-    stopping, out_of_time): its statistics summed, the step after it, and whether any worker was
-    asked to stop or found the time budget spent (a trainer on one worker returns the flags it
-    was given; TensorFlow's all-reduces them so that every worker stops after the same update).
+    update(stop_requested, out_of_time, rate_factor, dropout_scale, weight_decay) makes one
+    update from `step`, its learning rate times rate_factor (the budget's cool-down; 1 without
+    one), its dropout rates times dropout_scale and its weight decay weight_decay (the budget's
+    sized regularization; None: as built), and returns (sums, step, stopping, out_of_time): its
+    statistics summed, the step after it, and whether any worker was asked to stop or found the
+    time budget spent (a trainer on one worker returns the flags it was given; TensorFlow's
+    all-reduces them so that every worker stops after the same update).
     An update that leaves the step as it was (float16 gradients overflowed) is not counted.
 
     save() writes a checkpoint of the current step and returns its path (None: no checkpoint
@@ -57,7 +58,8 @@ def run_updates(update, save, learning_rate, *, step, train_steps, save_every=10
                 sums, step, stopping, out_of_time = update(
                     signals.requested, budget is not None and budget.spent(),
                     budget.rate_factor() if budget else 1.0,
-                    budget.dropout_scale() if budget else None)
+                    budget.dropout_scale() if budget else None,
+                    budget.weight_decay() if budget else None)
             first = False
             if not math.isfinite(sums["loss"]):
                 raise TrainingDiverged(

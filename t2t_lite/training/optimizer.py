@@ -4,8 +4,11 @@ loss-scaled in float16. keras only, so any backend's training loop uses it.
 The schedule's `rate_factor` multiplies it: a time budget's cool-down (training/budget.py),
 which depends on the clock, so the trainers feed it to each update as a value of the update (a
 variable on TensorFlow, an argument of the compiled update on JAX) rather than a Python number
-that tracing would freeze. None, as without a budget, is 1.
+that tracing would freeze. None, as without a budget, is 1. So does a budget's sized weight
+decay (training/regularization.py), through `decaying`.
 """
+
+import contextlib
 
 import keras
 from keras import ops
@@ -53,11 +56,27 @@ def create_optimizer(hparams, schedule=None):
         learning_rate=schedule or learning_rate_schedule(hparams),
         beta_1=hparams.adam_beta1, beta_2=hparams.adam_beta2, epsilon=hparams.adam_epsilon,
         weight_decay=hparams.weight_decay or None)
-    if hparams.weight_decay:
-        # The name's last part: keras's own variables are named `gamma`, the tf.Variables the
-        # TensorFlow backend decays under a distribution strategy `.../gamma:0`.
-        optimizer.exclude_from_weight_decay(
-            var_names=[rf"(?:^|/)(?:{'|'.join(NOT_DECAYED)})(?::\d+)?$"])
+    # Also without weight_decay, for `decaying` (keras takes exclusions only before building).
+    # The name's last part: keras's own variables are named `gamma`, the tf.Variables the
+    # TensorFlow backend decays under a distribution strategy `.../gamma:0`.
+    optimizer.exclude_from_weight_decay(
+        var_names=[rf"(?:^|/)(?:{'|'.join(NOT_DECAYED)})(?::\d+)?$"])
     if hparams.precision == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer
+
+
+@contextlib.contextmanager
+def decaying(optimizer, weight_decay):
+    """Has the updates `optimizer` traces meanwhile decay the weights by `weight_decay`, a
+    variable or a traced value (a time budget's sized weight decay); None: by hparam
+    weight_decay, as built. keras reads its optimizer's weight_decay while tracing, so a number
+    would be frozen into the compiled update."""
+    adam = getattr(optimizer, "inner_optimizer", optimizer)  # a LossScaleOptimizer's
+    built = adam.weight_decay
+    if weight_decay is not None:
+        adam.weight_decay = weight_decay
+    try:
+        yield
+    finally:
+        adam.weight_decay = built

@@ -1,21 +1,23 @@
-"""How much dropout a time budget calls for: more, the more epochs the budget allows.
+"""How much to regularize for a time budget: more, the more epochs the budget allows.
 
 The published small-corpus recipes (fairseq's IWSLT'14, Araabi & Monz 2020, Wu et al. 2021)
-use dropout 0.3 over ~100-150 epochs, and a model that sees a small corpus many times overfits
-at 0.1 (dev loss rising while training accuracy climbs). So with `--train_minutes` and hparam
-`budget_max_dropout` above `dropout`, the run estimates the epochs its budget allows once it has
-run a tenth of the budget (the target tokens an update and the updates the budget allows,
-against the training split's target tokens that datagen records) and from then on trains with
+use dropout 0.3 and weight decay over ~100-150 epochs, and a model that sees a small corpus many
+times overfits at the paper's dropout 0.1 and no decay (dev loss rising while training accuracy
+climbs). So with `--train_minutes` and hparam `budget_max_dropout` above `dropout` (or
+`budget_max_weight_decay` above `weight_decay`), the run estimates the epochs its budget allows
+once it has run a tenth of the budget (the target tokens an update and the updates the budget
+allows, against the training split's target tokens that datagen records) and from then on
+trains with
 
     dropout(epochs) = dropout + (budget_max_dropout - dropout) * clip((epochs - 15) / 20, 0, 1)
 
 the set's dropout up to 15 epochs, budget_max_dropout from 35 on, linear between (every dropout
-layer's rate is scaled by the same factor: models.dropout). The corners are the published
-recipes' and our 50k-pair hour's (~15 epochs, where 0.1 beat 0.2), not a measured optimum: in
-20-minute runs on 7,000 and 2,500 pairs of small_parallel_enja (~18 and ~60 epochs), 0.3 cost
-dev BLEU though it lowered dev perplexity, and on 10,000 pairs (~44-84 epochs) it gained from
-English to Japanese but was level or lost from Japanese to English
-(benchmarks/results/quality.md), so no hparams set turns the rule on (budget_max_dropout 0).
+layer's rate is scaled by the same factor: models.dropout), and weight decay by the same rule.
+The corners are the published recipes' and our 50k-pair hour's (~15 epochs, where dropout 0.1
+beat 0.2), not a measured optimum. Measured (benchmarks/results/quality.md): dropout 0.3 gained
+from English to Japanese on 10,000 pairs (~48-84 epochs) but was level or lost from Japanese to
+English and cost dev BLEU on 7,000 and 2,500 pairs, so no hparams set raises dropout
+(budget_max_dropout 0); weight decay 1.0 gained on dev at ~33 to ~80 epochs in both directions.
 """
 
 # The rule's corners, in epochs (each training example once an epoch).
@@ -26,19 +28,19 @@ MANY_EPOCHS = 35
 DECIDE_AT = 0.1
 
 
-def dropout_for(epochs, dropout, max_dropout):
-    """The dropout the rule gives a run of `epochs` whose set has `dropout`, at most
-    `max_dropout` (never less than `dropout`), to two decimals."""
-    if max_dropout <= dropout:
-        return dropout
+def sized(epochs, value, most):
+    """What the rule gives a run of `epochs` for a knob the set has at `value`, at most `most`
+    (never less than `value`), to two decimals."""
+    if most <= value:
+        return value
     share = min(1.0, max(0.0, (epochs - FEW_EPOCHS) / (MANY_EPOCHS - FEW_EPOCHS)))
-    return round(dropout + (max_dropout - dropout) * share, 2)
+    return round(value + (most - value) * share, 2)
 
 
 def training_tokens(stats):
     """The training split's target tokens (EOS included) from its stats.json, as datagen counts
     them; from an older datagen's, the longer side's of each example (its histogram of lengths:
-    fewer epochs than were trained, so no more dropout than the rule gives); None without
+    fewer epochs than were trained, so no more regularization than the rule gives); None without
     either."""
     if "target_tokens" in stats:
         return stats["target_tokens"]
@@ -46,32 +48,57 @@ def training_tokens(stats):
     return sum(int(length) * count for length, count in lengths.items()) or None
 
 
-class SizedDropout:
-    """The rule for one run: the set's dropout and the most the rule may raise it to (the
-    epochs come from the training.budget.TimeBudget, which knows the split's tokens)."""
+class SizedRegularization:
+    """The rule for one run: the set's dropout and weight decay and the most the rule may raise
+    each to (the epochs come from the training.budget.TimeBudget, which knows the split's
+    tokens). A knob the rule cannot raise stays as the model and optimizer were built."""
 
-    def __init__(self, dropout, max_dropout):
-        self.dropout = dropout
-        self.max_dropout = max_dropout
+    def __init__(self, dropout, max_dropout, weight_decay=0.0, max_weight_decay=0.0):
+        self.dropout, self.max_dropout = dropout, max_dropout
+        self.weight_decay, self.max_weight_decay = weight_decay, max_weight_decay
+        # Dropout 0 has no rate to scale (models.dropout multiplies the built rates).
+        self.sizes_dropout = bool(dropout) and max_dropout > dropout
+        self.sizes_weight_decay = max_weight_decay > weight_decay
 
     @classmethod
     def of(cls, hparams, corpus_tokens):
         """The rule for `hparams` on a training split of `corpus_tokens` (training_tokens), or
-        None when it cannot raise dropout (budget_max_dropout at most dropout, dropout 0, or no
-        token count to count epochs by)."""
-        if (not hparams.dropout or hparams.budget_max_dropout <= hparams.dropout
-                or not corpus_tokens):
+        None when it can raise neither knob (budget_max_dropout at most dropout or dropout 0,
+        budget_max_weight_decay at most weight_decay) or there is no token count to count epochs
+        by."""
+        rule = cls(hparams.dropout, hparams.budget_max_dropout, hparams.weight_decay,
+                   hparams.budget_max_weight_decay)
+        if not corpus_tokens or not (rule.sizes_dropout or rule.sizes_weight_decay):
             return None
-        return cls(hparams.dropout, hparams.budget_max_dropout)
+        return rule
 
-    def scale(self, epochs):
-        """What every dropout rate is multiplied by for a run of `epochs`."""
-        return dropout_for(epochs, self.dropout, self.max_dropout) / self.dropout
+    def dropout_scale(self, epochs):
+        """What every dropout rate is multiplied by for a run of `epochs` (None: dropout is not
+        sized)."""
+        if not self.sizes_dropout:
+            return None
+        return sized(epochs, self.dropout, self.max_dropout) / self.dropout
+
+    def weight_decay_for(self, epochs):
+        """The weight decay of a run of `epochs` (None: weight decay is not sized)."""
+        if not self.sizes_weight_decay:
+            return None
+        return sized(epochs, self.weight_decay, self.max_weight_decay)
 
     def describe(self, epochs, step):
         """The log line of the choice made at `step`."""
-        chosen = dropout_for(epochs, self.dropout, self.max_dropout)
-        return (f"~{epochs:.0f} epochs in the time budget: dropout {chosen:g} from step {step} "
-                f"(the set's {self.dropout:g} until then; {FEW_EPOCHS} epochs or fewer keep it, "
-                f"{MANY_EPOCHS} or more raise it to hparam budget_max_dropout="
-                f"{self.max_dropout:g}, 0 turns this off)")
+        chosen, was, most = [], [], []
+        for name, hparam, value, top, sizes in (
+                ("dropout", "budget_max_dropout", self.dropout, self.max_dropout,
+                 self.sizes_dropout),
+                ("weight decay", "budget_max_weight_decay", self.weight_decay,
+                 self.max_weight_decay, self.sizes_weight_decay)):
+            if sizes:
+                chosen.append(f"{name} {sized(epochs, value, top):g}")
+                was.append(f"{value:g}")
+                most.append(f"{hparam}={top:g}")
+        them = "it" if len(chosen) == 1 else "them"
+        return (f"~{epochs:.0f} epochs in the time budget: {' and '.join(chosen)} from step "
+                f"{step} (the set's {' and '.join(was)} until then; {FEW_EPOCHS} epochs or "
+                f"fewer keep {them}, {MANY_EPOCHS} or more raise {them} to hparam "
+                f"{' and '.join(most)}, 0 turns this off)")

@@ -80,24 +80,29 @@ def barrier(name):
 
 class AgreedBudget:
     """A training.budget.TimeBudget whose decisions are process 0's: its clock says when the
-    budget is spent, how far the cool-down has gone, the sized dropout and when to save for
-    averaging, so that every process updates at the same rate and saves the same checkpoints."""
+    budget is spent, how far the cool-down has gone, the sized dropout and weight decay and when
+    to save for averaging, so that every process updates at the same rate and saves the same
+    checkpoints."""
 
     def __init__(self, budget):
         self._budget = budget
         self._rate_factor = 1.0
         self._dropout_scale = budget.dropout_scale()
+        self._weight_decay = budget.weight_decay()
 
     def __getattr__(self, name):  # observe, saved, describe, eta...: this process's budget
         return getattr(self._budget, name)
 
     def spent(self):
-        scale = self._budget.dropout_scale()
-        spent, factor, scale = gathered([self._budget.spent(), self._budget.rate_factor(),
-                                         1.0 if scale is None else scale])[0]
+        scale, decay = self._budget.dropout_scale(), self._budget.weight_decay()
+        spent, factor, scale, decay = gathered([
+            self._budget.spent(), self._budget.rate_factor(), 1.0 if scale is None else scale,
+            0.0 if decay is None else decay])[0]
         self._rate_factor = float(factor)
         if self._dropout_scale is not None:
             self._dropout_scale = float(scale)
+        if self._weight_decay is not None:
+            self._weight_decay = float(decay)
         return bool(spent)
 
     def rate_factor(self):
@@ -107,6 +112,10 @@ class AgreedBudget:
     def dropout_scale(self):
         """Process 0's, read by the last spent() (None without sized dropout)."""
         return self._dropout_scale
+
+    def weight_decay(self):
+        """Process 0's, read by the last spent() (None without sized weight decay)."""
+        return self._weight_decay
 
     def save_due(self):
         return bool(gathered([self._budget.save_due()])[0][0])

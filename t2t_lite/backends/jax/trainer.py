@@ -28,7 +28,7 @@ from t2t_lite.backends.jax import checkpoints as jax_checkpoints
 from t2t_lite.backends.jax import hosts
 from t2t_lite.training.loop import run_updates
 from t2t_lite.training.loss import batch_statistics, summarize
-from t2t_lite.training.optimizer import create_optimizer, learning_rate_schedule
+from t2t_lite.training.optimizer import create_optimizer, decaying, learning_rate_schedule
 from t2t_lite.training.scalar_summaries import ScalarWriter
 from t2t_lite.training.time_account import TimeAccount
 from t2t_lite.utils.errors import UserError
@@ -141,17 +141,20 @@ class JaxTrainer:
             trainable, non_trainable)
         return gradients, stats, non_trainable
 
-    def _apply_gradients(self, trainable, optimizer_variables, gradients, tokens, rate_factor):
+    def _apply_gradients(self, trainable, optimizer_variables, gradients, tokens, rate_factor,
+                         weight_decay=None):
         gradients = [g / ops.maximum(tokens, 1.0) for g in gradients]
         if self.hparams.clip_grad_norm:
             norm = ops.sqrt(sum(ops.sum(ops.square(g)) for g in gradients))
             scale = ops.minimum(1.0, self.hparams.clip_grad_norm / norm)
             gradients = [g * scale for g in gradients]
-        # The schedule reads the traced factor while the update is traced (optimizer.py).
+        # The schedule reads the traced factor, the optimizer a traced weight decay (None: as
+        # built), while the update is traced (optimizer.py).
         self._schedule.rate_factor = rate_factor
         try:
-            trainable, optimizer_variables = self.optimizer.stateless_apply(
-                optimizer_variables, gradients, trainable)
+            with decaying(self.optimizer, weight_decay):
+                trainable, optimizer_variables = self.optimizer.stateless_apply(
+                    optimizer_variables, gradients, trainable)
         finally:
             self._schedule.rate_factor = None
         return trainable, optimizer_variables
@@ -161,11 +164,13 @@ class JaxTrainer:
                                               training=False)
         return batch_statistics(logits, features, labels, self.hparams.label_smoothing)
 
-    def train_step(self, batches, rate_factor=1.0, dropout_scale=None):
+    def train_step(self, batches, rate_factor=1.0, dropout_scale=None, weight_decay=None):
         """One optimizer update from the (features, labels) `batches` (accumulate_steps of
-        them), at the schedule's rate times `rate_factor` and the dropout rates times
-        `dropout_scale` (None: as built); returns their statistics, summed."""
+        them), at the schedule's rate times `rate_factor`, the dropout rates times
+        `dropout_scale` and weight decay `weight_decay` (None: as built); returns their
+        statistics, summed."""
         scale = None if dropout_scale is None else jax.numpy.float32(dropout_scale)
+        decay = None if weight_decay is None else jax.numpy.float32(weight_decay)
         trainable, non_trainable, optimizer_variables = self.state
         gradients, sums = None, None
         for features, labels in batches:
@@ -178,7 +183,8 @@ class JaxTrainer:
                 gradients = [a + b for a, b in zip(gradients, step_gradients)]
                 sums = {k: sums[k] + stats[k] for k in sums}
         trainable, optimizer_variables = self._apply(trainable, optimizer_variables, gradients,
-                                                     sums["tokens"], jax.numpy.float32(rate_factor))
+                                                     sums["tokens"], jax.numpy.float32(rate_factor),
+                                                     decay)
         self._rate_factor = float(rate_factor)
         self.state = (trainable, non_trainable, optimizer_variables)
         self.sync()  # the update consumed (donated) the arrays the variables held
@@ -247,11 +253,11 @@ class JaxTrainer:
         if budget and hosts.several():
             budget = hosts.AgreedBudget(budget)
 
-        def update(stop, out_of_time, rate_factor, dropout_scale):
+        def update(stop, out_of_time, rate_factor, dropout_scale, weight_decay):
             stop, out_of_time = hosts.agree_on_stops(stop, out_of_time)
             with account.measuring("input"):
                 batches = [next(data) for _ in range(self.hparams.accumulate_steps)]
-            sums = self.train_step(batches, rate_factor, dropout_scale)
+            sums = self.train_step(batches, rate_factor, dropout_scale, weight_decay)
             return sums, self.step, stop, out_of_time
 
         def save():

@@ -31,7 +31,7 @@ from t2t_lite.backends.tensorflow.checkpoints import (
 from t2t_lite.backends.tensorflow.distribution import data_key, of_strategy, worker_index
 from t2t_lite.training.loop import run_updates
 from t2t_lite.training.loss import batch_statistics, summarize
-from t2t_lite.training.optimizer import create_optimizer, learning_rate_schedule
+from t2t_lite.training.optimizer import create_optimizer, decaying, learning_rate_schedule
 from t2t_lite.utils.errors import UserError
 
 logger = logging.getLogger("t2t_lite")
@@ -57,6 +57,11 @@ class Trainer:
         self._dropout_scale = tf.Variable(1.0, trainable=False, name="dropout_scale")
         self._agreed_dropout_scale = 1.0
         self._scales_dropout = None
+        # The weight decay (a time budget's sized weight decay, training/optimizer.py
+        # `decaying`), read by the updates traced while `_sizes_weight_decay`.
+        self._weight_decay = tf.Variable(0.0, trainable=False, name="weight_decay")
+        self._agreed_weight_decay = 0.0
+        self._sizes_weight_decay = None
         self.schedule = learning_rate_schedule(hparams)
         self.schedule.rate_factor = self._rate_factor
         with self.strategy.scope():
@@ -104,11 +109,11 @@ class Trainer:
         context = tf.distribute.get_replica_context()
         # The stop requests ride on the step's all-reduce, so every worker sees them at once
         # (placed like the statistics: a tensor from outside the replica has no device), and so
-        # does each one's rate factor and dropout scale (see train_step).
+        # does each one's rate factor, dropout scale and weight decay (see train_step).
         stop = tf.zeros_like(sums["tokens"]) + stop
         sums = context.all_reduce(tf.distribute.ReduceOp.SUM, {
             **sums, "stop_requests": stop[0], "out_of_time": stop[1], "rate_factor": stop[2],
-            "dropout_scale": stop[3]})
+            "dropout_scale": stop[3], "weight_decay": stop[4]})
         gradients = [g / tf.maximum(sums["tokens"], 1.0) for g in gradients]
         if self.hparams.clip_grad_norm:
             gradients = self._clip(gradients, context)
@@ -125,20 +130,22 @@ class Trainer:
         return [g * scale for g in gradients]
 
     def train_step(self, iterators, stop=False, out_of_time=False, rate_factor=1.0,
-                   dropout_scale=None):
+                   dropout_scale=None, weight_decay=None):
         """One optimizer update from `accumulate_steps` batches of each replica's iterator (see
-        `distribute`), at the schedule's rate times `rate_factor` and the dropout rates times
-        `dropout_scale` (None: as built; the first update decides whether the updates take a
-        scale, since it traces them); returns the statistics summed
+        `distribute`), at the schedule's rate times `rate_factor`, the dropout rates times
+        `dropout_scale` and weight decay `weight_decay` (None: as built; the first update
+        decides whether the updates take them, since it traces them); returns the statistics
+        summed
         over replicas and micro-batches, "stop_requests": how many replicas (of all workers)
         were asked to `stop`, and "out_of_time": how many found the time budget spent.
 
         On several workers, each one's clock gives a slightly different rate_factor, and
         different rates would make their copies of the weights part: every worker uses the mean
         of the factors of the previous update, which its all-reduce gave them all (and so for
-        the dropout scale)."""
+        the dropout scale and the weight decay)."""
         if self._scales_dropout is None:
             self._scales_dropout = dropout_scale is not None
+            self._sizes_weight_decay = weight_decay is not None
         if self._train_step is None:
             # No AutoGraph, as in Keras's own trainer: the step is Python over Python lists
             # around keras.ops (the same code runs on JAX), and converting its source was a
@@ -157,12 +164,16 @@ class Trainer:
         scale = 1.0 if dropout_scale is None else float(dropout_scale)
         self._rate_factor.assign(rate_factor if one_worker else self._agreed_rate_factor)
         self._dropout_scale.assign(scale if one_worker else self._agreed_dropout_scale)
-        sums = self._train_step(iterators, tf.constant(
-            [float(stop), float(out_of_time), float(rate_factor), scale]))
+        decay = 0.0 if weight_decay is None else float(weight_decay)
+        self._weight_decay.assign(decay if one_worker else self._agreed_weight_decay)
+        with decaying(self.optimizer, self._weight_decay if self._sizes_weight_decay else None):
+            sums = self._train_step(iterators, tf.constant(
+                [float(stop), float(out_of_time), float(rate_factor), scale, decay]))
         sums = {k: float(v) for k, v in sums.items()}
         replicas = self.strategy.num_replicas_in_sync
         self._agreed_rate_factor = sums.pop("rate_factor") / replicas
         self._agreed_dropout_scale = sums.pop("dropout_scale") / replicas
+        self._agreed_weight_decay = sums.pop("weight_decay") / replicas
         return sums
 
     def distribute(self, dataset_fn):
@@ -266,8 +277,9 @@ class Trainer:
             checkpoints = tf.train.CheckpointManager(state, checkpoint_dir, keep_checkpoints)
         writer = tf.summary.create_file_writer(summary_dir) if summary_dir else None
 
-        def update(stop, out_of_time, rate_factor, dropout_scale):
-            sums = self.train_step(iterators, stop, out_of_time, rate_factor, dropout_scale)
+        def update(stop, out_of_time, rate_factor, dropout_scale, weight_decay):
+            sums = self.train_step(iterators, stop, out_of_time, rate_factor, dropout_scale,
+                                   weight_decay)
             stopping, out_of_time = sums.pop("stop_requests") > 0, sums.pop("out_of_time") > 0
             return sums, self.step, stopping, out_of_time
 
