@@ -110,7 +110,8 @@ class HParams:
     # (biases and LayerNorm's scales and offsets are left alone); 0: the paper's Adam.
     weight_decay: float = _range(0.0, 0)
     # With a time budget: weight decay rises from `weight_decay` toward this as the epochs the
-    # budget allows grow, by budget_max_dropout's rule; 0 or at most `weight_decay`: no change.
+    # budget allows grow, by budget_max_dropout's rule (transformer_small_data: 1.0); 0 or at
+    # most `weight_decay`: no change.
     budget_max_weight_decay: float = _range(0.0, 0)
     clip_grad_norm: float = _range(0.0, 0)  # 0 = no clipping
     accumulate_steps: int = _range(1, 1, INT32_MAX)  # micro-batches per optimizer update

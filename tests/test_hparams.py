@@ -75,13 +75,15 @@ def test_small_data_is_the_documented_recipe():
                   ("label_smoothing", 0.1, "label smoothing 0.1"),
                   ("peak_learning_rate", 2e-3, "peak 2e-3"),
                   ("warmup_steps", 1000, "1,000 warmup updates"), ("beam_size", 5, "Beam 5"),
-                  ("alpha", 1.0, "alpha 1.0")]
+                  ("alpha", 1.0, "alpha 1.0"),
+                  ("budget_max_weight_decay", 1.0, "budget_max_weight_decay=1.0"),
+                  ("weight_decay", 0.0, "none up to 15 epochs")]
     for name, value, text in documented:
         assert getattr(small_data, name) == value and text in doc, name
     changed = {name for name in small.to_dict() if getattr(small, name) != getattr(small_data,
                                                                                   name)}
     assert changed == {"num_encoder_layers", "num_decoder_layers", "warmup_steps",
-                       "peak_learning_rate", "beam_size", "alpha"}
+                       "peak_learning_rate", "beam_size", "alpha", "budget_max_weight_decay"}
     # "warming up to 1e-3": transformer_small's peak, the paper's formula at its warmup.
     assert small.d_model**-0.5 * small.warmup_steps**-0.5 == pytest.approx(1e-3, rel=0.02)
 
