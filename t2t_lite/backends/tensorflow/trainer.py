@@ -60,7 +60,7 @@ class Trainer:
         # The weight decay (a time budget's sized weight decay, training/optimizer.py
         # `decaying`), read by the updates traced while `_sizes_weight_decay`.
         self._weight_decay = tf.Variable(0.0, trainable=False, name="weight_decay")
-        self._agreed_weight_decay = 0.0
+        self._agreed_weight_decay = None
         self._sizes_weight_decay = None
         self.schedule = learning_rate_schedule(hparams)
         self.schedule.rate_factor = self._rate_factor
@@ -146,6 +146,8 @@ class Trainer:
         if self._scales_dropout is None:
             self._scales_dropout = dropout_scale is not None
             self._sizes_weight_decay = weight_decay is not None
+            # Every worker's first decay is the set's (the rule decides later).
+            self._agreed_weight_decay = 0.0 if weight_decay is None else float(weight_decay)
         if self._train_step is None:
             # No AutoGraph, as in Keras's own trainer: the step is Python over Python lists
             # around keras.ops (the same code runs on JAX), and converting its source was a
