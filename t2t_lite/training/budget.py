@@ -158,11 +158,8 @@ class TimeBudget:
             text += (f"; the {self.averaged} checkpoints --average_last averages are saved every "
                      f"{stretch / self.averaged:.3g} min over the last {stretch:.3g}")
         if self.sized:
-            knobs = [f"{name} (hparam {hparam}={most:g})" for name, hparam, most, sizes in (
-                ("dropout", "budget_max_dropout", self.sized.max_dropout,
-                 self.sized.sizes_dropout),
-                ("weight decay", "budget_max_weight_decay", self.sized.max_weight_decay,
-                 self.sized.sizes_weight_decay)) if sizes]
-            text += (f"; {' and '.join(knobs)} sized by the epochs the budget allows, "
-                     f"{DECIDE_AT:.0%} of the way in")
+            knobs = " and ".join(f"{name} (hparam {hparam}={most:g})"
+                                 for name, hparam, _, most in self.sized.knobs())
+            text += (f"; {knobs} sized by the epochs the budget allows, {DECIDE_AT:.0%} of the "
+                     f"way in")
         return text

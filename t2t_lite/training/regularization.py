@@ -17,7 +17,8 @@ The corners are the published recipes' and our 50k-pair hour's (~15 epochs, wher
 beat 0.2), not a measured optimum. Measured (benchmarks/results/quality.md): dropout 0.3 gained
 from English to Japanese on 10,000 pairs (~48-84 epochs) but was level or lost from Japanese to
 English and cost dev BLEU on 7,000 and 2,500 pairs, so no hparams set raises dropout
-(budget_max_dropout 0); weight decay 1.0 gained on dev at ~33 to ~80 epochs in both directions.
+(budget_max_dropout 0); weight decay 1.0 gained on dev at ~33 to ~80 epochs in both directions
+and was a little below at ~17, so transformer_small_data sizes it (budget_max_weight_decay 1.0).
 """
 
 # The rule's corners, in epochs (each training example once an epoch).
@@ -85,20 +86,22 @@ class SizedRegularization:
             return None
         return sized(epochs, self.weight_decay, self.max_weight_decay)
 
+    def knobs(self):
+        """(name, hparam of the most, the set's value, the most) of each knob the rule sizes."""
+        return [knob for knob, sizes in (
+            (("dropout", "budget_max_dropout", self.dropout, self.max_dropout),
+             self.sizes_dropout),
+            (("weight decay", "budget_max_weight_decay", self.weight_decay,
+              self.max_weight_decay), self.sizes_weight_decay)) if sizes]
+
     def describe(self, epochs, step):
         """The log line of the choice made at `step`."""
-        chosen, was, most = [], [], []
-        for name, hparam, value, top, sizes in (
-                ("dropout", "budget_max_dropout", self.dropout, self.max_dropout,
-                 self.sizes_dropout),
-                ("weight decay", "budget_max_weight_decay", self.weight_decay,
-                 self.max_weight_decay, self.sizes_weight_decay)):
-            if sizes:
-                chosen.append(f"{name} {sized(epochs, value, top):g}")
-                was.append(f"{value:g}")
-                most.append(f"{hparam}={top:g}")
-        them = "it" if len(chosen) == 1 else "them"
-        return (f"~{epochs:.0f} epochs in the time budget: {' and '.join(chosen)} from step "
-                f"{step} (the set's {' and '.join(was)} until then; {FEW_EPOCHS} epochs or "
-                f"fewer keep {them}, {MANY_EPOCHS} or more raise {them} to hparam "
-                f"{' and '.join(most)}, 0 turns this off)")
+        knobs = self.knobs()
+        chosen = " and ".join(f"{name} {sized(epochs, value, most):g}"
+                              for name, _, value, most in knobs)
+        was = " and ".join(f"{value:g}" for _, _, value, _ in knobs)
+        tops = " and ".join(f"{hparam}={most:g}" for _, hparam, _, most in knobs)
+        them = "it" if len(knobs) == 1 else "them"
+        return (f"~{epochs:.0f} epochs in the time budget: {chosen} from step {step} (the set's "
+                f"{was} until then; {FEW_EPOCHS} epochs or fewer keep {them}, {MANY_EPOCHS} or "
+                f"more raise {them} to hparam {tops}, 0 turns this off)")
