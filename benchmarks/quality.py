@@ -33,6 +33,16 @@ import record  # noqa: E402
 # schedule, a checkpoint every 50 updates at the paper's rate to the end.
 AVERAGING = ["--keep_best_by=bleu", "--average_last=10"]
 CONSTANT_TO_THE_END = ["--hparams=budget_cooldown=0", "--save_every=50"]
+
+
+def small_data(*overrides, flags=()):
+    """transformer_small_data's flags with `overrides` and sized weight decay off: the set had
+    none until 2026-11-30, when the records of these recipes had been made."""
+    return ["--hparams_set=transformer_small_data",
+            "--hparams=" + ",".join([*overrides, "budget_max_weight_decay=0"]), *AVERAGING,
+            *flags]
+
+
 # The trainer's flags of each recipe, besides the budget, each as measured on the results page:
 # the README's first own-corpus path, that set with the averaging flags (how much of the
 # difference is the flags), the README's path now (the budget-aware schedule), the same without
@@ -45,51 +55,36 @@ RECIPES = {
     "transformer_small_averaged": ["--hparams_set=transformer_small", *AVERAGING,
                                    *CONSTANT_TO_THE_END],
     "transformer_small_data": ["--hparams_set=transformer_small_data", *AVERAGING],
-    "transformer_small_data_no_cooldown": ["--hparams_set=transformer_small_data", *AVERAGING,
-                                           *CONSTANT_TO_THE_END],
-    "transformer_small_data_dropout02": ["--hparams_set=transformer_small_data",
-                                         "--hparams=dropout=0.2,budget_cooldown=0",
-                                         *AVERAGING, "--save_every=50"],
+    "transformer_small_data_no_cooldown": small_data("budget_cooldown=0",
+                                                     flags=["--save_every=50"]),
+    "transformer_small_data_dropout02": small_data("dropout=0.2", "budget_cooldown=0",
+                                                   flags=["--save_every=50"]),
     # The README's path with the published small-data recipes' dropout throughout, with the
     # set's 0.1 throughout, and with dropout sized by the epochs the budget allows.
-    "transformer_small_data_dropout03": ["--hparams_set=transformer_small_data",
-                                         "--hparams=dropout=0.3,budget_max_dropout=0", *AVERAGING],
-    "transformer_small_data_dropout01": ["--hparams_set=transformer_small_data",
-                                         "--hparams=dropout=0.1,budget_max_dropout=0", *AVERAGING],
-    "transformer_small_data_sized_dropout": ["--hparams_set=transformer_small_data",
-                                             "--hparams=dropout=0.1,budget_max_dropout=0.3",
-                                             *AVERAGING],
+    "transformer_small_data_dropout03": small_data("dropout=0.3", "budget_max_dropout=0"),
+    "transformer_small_data_dropout01": small_data("dropout=0.1", "budget_max_dropout=0"),
+    "transformer_small_data_sized_dropout": small_data("dropout=0.1", "budget_max_dropout=0.3"),
     # The README's path at three depths (issue 42, item 4: which learns more per CPU-minute):
     # the set's 3+3 until 2026-11-29 (the recipe transformer_small_data of the records made
     # before), one layer more on each side, and one less (the set's 2+2 since).
-    "transformer_small_data_3x3": ["--hparams_set=transformer_small_data",
-                                   "--hparams=num_encoder_layers=3,num_decoder_layers=3",
-                                   *AVERAGING],
-    "transformer_small_data_4x4": ["--hparams_set=transformer_small_data",
-                                   "--hparams=num_encoder_layers=4,num_decoder_layers=4",
-                                   *AVERAGING],
-    "transformer_small_data_2x2": ["--hparams_set=transformer_small_data",
-                                   "--hparams=num_encoder_layers=2,num_decoder_layers=2",
-                                   *AVERAGING],
+    "transformer_small_data_3x3": small_data("num_encoder_layers=3", "num_decoder_layers=3"),
+    "transformer_small_data_4x4": small_data("num_encoder_layers=4", "num_decoder_layers=4"),
+    "transformer_small_data_2x2": small_data("num_encoder_layers=2", "num_decoder_layers=2"),
     # The README's path with the cool-down over the budget's last 40% instead of its fifth
     # (issue 42, item 1: the schedule's shape chosen by measurement).
-    "transformer_small_data_cooldown04": ["--hparams_set=transformer_small_data",
-                                          "--hparams=budget_cooldown=0.4", *AVERAGING],
+    "transformer_small_data_cooldown04": small_data("budget_cooldown=0.4"),
     # The README's path with other regularizers than dropout (issue 42, item 2: one that pays
     # in both directions): more label smoothing, and dropout on the attention weights and inside
     # the feed-forward network (fairseq's and Araabi & Monz 2020's small-data knobs).
-    "transformer_small_data_label_smoothing02": ["--hparams_set=transformer_small_data",
-                                                 "--hparams=label_smoothing=0.2", *AVERAGING],
-    "transformer_small_data_attention_relu_dropout": [
-        "--hparams_set=transformer_small_data",
-        "--hparams=attention_dropout=0.1,relu_dropout=0.1", *AVERAGING],
-    # Decoupled weight decay (AdamW's): 0.1 shrinks the weights by ~30% over a 15-minute run's
-    # summed learning rate (~3.3 at transformer_small_data's peak of 2e-3) absent gradients.
-    "transformer_small_data_weight_decay": ["--hparams_set=transformer_small_data",
-                                            "--hparams=weight_decay=0.1", *AVERAGING],
-    # Ten times that: a decay whose time constant, 1 / (rate * decay), is ~500-1,000 updates.
-    "transformer_small_data_weight_decay1": ["--hparams_set=transformer_small_data",
-                                             "--hparams=weight_decay=1.0", *AVERAGING],
+    "transformer_small_data_label_smoothing02": small_data("label_smoothing=0.2"),
+    "transformer_small_data_attention_relu_dropout": small_data("attention_dropout=0.1",
+                                                                "relu_dropout=0.1"),
+    # Decoupled weight decay (AdamW's) throughout: 0.1 shrinks the weights by ~30% over a
+    # 15-minute run's summed learning rate (~3.3 at transformer_small_data's peak of 2e-3)
+    # absent gradients; ten times that, a decay whose time constant, 1 / (rate * decay), is
+    # ~500-1,000 updates.
+    "transformer_small_data_weight_decay": small_data("weight_decay=0.1"),
+    "transformer_small_data_weight_decay1": small_data("weight_decay=1.0"),
     # Weight decay sized by the epochs the budget allows (training/regularization.py): none up
     # to 15 epochs, 1.0 from 35 on, chosen a tenth of the way in. transformer_small_data has it
     # since 2026-11-30 (the records' "the set" before then has none: this recipe then, and
@@ -97,16 +92,13 @@ RECIPES = {
     "transformer_small_data_sized_weight_decay": ["--hparams_set=transformer_small_data",
                                                   "--hparams=budget_max_weight_decay=1.0",
                                                   *AVERAGING],
-    "transformer_small_data_no_weight_decay": ["--hparams_set=transformer_small_data",
-                                               "--hparams=budget_max_weight_decay=0",
-                                               *AVERAGING],
+    "transformer_small_data_no_weight_decay": small_data(),
     # The README's own-corpus path as issue 42 found it, for its final comparison at any
     # budget: the set's 3+3 layers then, the paper's rate to the end, a checkpoint every 50
-    # updates for the average.
-    "transformer_small_data_before": [
-        "--hparams_set=transformer_small_data",
-        "--hparams=num_encoder_layers=3,num_decoder_layers=3,budget_cooldown=0",
-        *AVERAGING, "--save_every=50"],
+    # updates for the average, no weight decay.
+    "transformer_small_data_before": small_data(
+        "num_encoder_layers=3", "num_decoder_layers=3", "budget_cooldown=0",
+        flags=["--save_every=50"]),
 }
 FINAL_PUNCTUATION = tuple(".?!。？！．")
 LOG_TIME = re.compile(r"^(\d\d):(\d\d):(\d\d) (.*)$")
