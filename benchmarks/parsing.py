@@ -27,6 +27,7 @@ column is --record_label).
 
 import argparse
 import itertools
+import logging
 import os
 import pathlib
 import re
@@ -50,8 +51,12 @@ def write_treebanks(args, work):
 
 
 def train(args, work):
-    """datagen then the trainer CLI; returns (model_dir, training minutes)."""
+    """datagen then the trainer CLI; returns (model_dir, training minutes). Their progress is
+    logged to stderr as the commands log it (the budget's plan and choices, the time account)."""
     from t2t_lite.cli import datagen, trainer
+
+    logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("t2t_lite").setLevel(logging.INFO)
 
     data_dir, model_dir = str(work / "data"), str(work / "model")
     datagen.main(["--problem=synthetic_parse", "--task=parsing", f"--train={work / 'train.mrg'}",
