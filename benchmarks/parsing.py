@@ -27,7 +27,6 @@ column is --record_label).
 
 import argparse
 import itertools
-import logging
 import os
 import pathlib
 import re
@@ -51,28 +50,28 @@ def write_treebanks(args, work):
 
 
 def train(args, work):
-    """datagen then the trainer CLI; returns (model_dir, training minutes). Their progress is
-    logged to stderr as the commands log it (the budget's plan and choices, the time account)."""
-    from t2t_lite.cli import datagen, trainer
-
-    logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    logging.getLogger("t2t_lite").setLevel(logging.INFO)
+    """datagen then the trainer CLI, each run as its command runs (console.run: progress logged
+    to stderr, such as the budget's plan and choices and the time account; a user error one
+    line and exit 2); returns (model_dir, training minutes)."""
+    from t2t_lite.cli import console, datagen, trainer
 
     data_dir, model_dir = str(work / "data"), str(work / "model")
-    datagen.main(["--problem=synthetic_parse", "--task=parsing", f"--train={work / 'train.mrg'}",
-                  f"--dev={work / 'dev.mrg'}", f"--test={work / 'test.mrg'}",
-                  f"--vocab_size={args.vocab_size}", f"--data_dir={data_dir}"])
+    console.run(datagen.main, [
+        "--problem=synthetic_parse", "--task=parsing", f"--train={work / 'train.mrg'}",
+        f"--dev={work / 'dev.mrg'}", f"--test={work / 'test.mrg'}",
+        f"--vocab_size={args.vocab_size}", f"--data_dir={data_dir}"])
     budget = ([f"--train_minutes={args.train_minutes}", "--train_steps=1000000"]
               if args.train_minutes else [f"--train_steps={args.train_steps}"])
     averaging = ([f"--average_last={args.average_last}"] if args.average_last else []) + (
         [f"--save_every={args.save_every}"] if args.save_every else [])
     start = time.perf_counter()
-    trainer.main(["--problem=synthetic_parse", f"--data_dir={data_dir}",
-                  f"--hparams_set={args.hparams_set}", f"--hparams={args.hparams}",
-                  f"--model_dir={model_dir}", f"--eval_every={args.eval_every}",
-                  f"--eval_decode_examples={args.dev_trees}",
-                  f"--eval_beam_size={args.eval_beam}", "--keep_best_by=f1", *budget,
-                  *averaging])
+    console.run(trainer.main, [
+        "--problem=synthetic_parse", f"--data_dir={data_dir}",
+        f"--hparams_set={args.hparams_set}", f"--hparams={args.hparams}",
+        f"--model_dir={model_dir}", f"--eval_every={args.eval_every}",
+        f"--eval_decode_examples={args.dev_trees}",
+        f"--eval_beam_size={args.eval_beam}", "--keep_best_by=f1", *budget,
+        *averaging])
     return model_dir, (time.perf_counter() - start) / 60
 
 
