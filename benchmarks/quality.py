@@ -93,6 +93,17 @@ RECIPES = {
                                                   "--hparams=budget_max_weight_decay=1.0",
                                                   *AVERAGING],
     "transformer_small_data_no_weight_decay": small_data(),
+    # Averaging at a high rate with sized weight decay (issue 42, item 3: SWA-like averaging
+    # against averaging over the cool-down): the set without the cool-down, its --average_last
+    # checkpoints spread over the budget's last fifth at the paper's rate; and the path of
+    # transformer_small_data_before with the set's sized weight decay (3+3, a checkpoint every
+    # 50 updates), the best 25k average of 2026-11-30 (a run of that recipe before d4623b0).
+    "transformer_small_data_spread_no_cooldown": ["--hparams_set=transformer_small_data",
+                                                  "--hparams=budget_cooldown=0", *AVERAGING],
+    "transformer_small_data_before_sized_weight_decay": [
+        "--hparams_set=transformer_small_data",
+        "--hparams=num_encoder_layers=3,num_decoder_layers=3,budget_cooldown=0", *AVERAGING,
+        "--save_every=50"],
     # The README's own-corpus path as issue 42 found it, for its final comparison at any
     # budget: the set's 3+3 layers then, the paper's rate to the end, a checkpoint every 50
     # updates for the average, no weight decay.
