@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from beside import import_beside
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -35,17 +36,6 @@ def pyproject_scripts():
 
 
 SCRIPTS = pyproject_scripts()
-
-
-def import_beside(folder, name):
-    """The module `name` of `folder` (docs/ or benchmarks/), imported as MkDocs imports the
-    hook and as its scripts run: with `folder` on sys.path while it loads, for the modules
-    beside it that it imports."""
-    sys.path.insert(0, str(folder))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(folder))
 
 
 @pytest.fixture(scope="module")

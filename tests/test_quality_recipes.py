@@ -4,13 +4,12 @@ the two a final comparison rests on resolve to the README's path now and as issu
 A recipe that silently took a set's later change (sized weight decay, 2026-11-30) would have
 measured something else than the record it reproduces."""
 
-import importlib
 import re
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
+from beside import import_beside
 
 from t2t_lite import registry
 from t2t_lite.cli import trainer
@@ -20,11 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def quality():
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # for the modules beside it, as it runs
-    try:
-        return importlib.import_module("quality")
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    return import_beside(ROOT / "benchmarks", "quality")
 
 
 def resolved(flags):
