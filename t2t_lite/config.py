@@ -26,8 +26,9 @@ class HParamsError(UserError, ValueError):
 
 # Hparams that change how a model trains but none of its variables, so that a resumed run may
 # change them (e.g. a lower learning_rate after the loss diverged, or float16 to go faster).
-TRAINING_ONLY = ("dropout", "attention_dropout", "relu_dropout", "batch_size", "label_smoothing",
-                 "learning_rate", "peak_learning_rate", "warmup_steps", "budget_cooldown",
+TRAINING_ONLY = ("dropout", "attention_dropout", "relu_dropout", "word_dropout", "batch_size",
+                 "label_smoothing", "learning_rate", "peak_learning_rate", "warmup_steps",
+                 "budget_cooldown",
                  "budget_max_dropout", "budget_max_weight_decay", "weight_decay",
                  "clip_grad_norm", "accumulate_steps", "precision", "model_parallel",
                  "packed_length")
@@ -82,6 +83,9 @@ class HParams:
     dropout: float = _probability(0.1)  # on each sublayer output and on embeddings + positions
     attention_dropout: float = _probability(0.0)  # on attention weights (not in the paper)
     relu_dropout: float = _probability(0.0)  # inside the feed-forward network (not in the paper)
+    # Each source and decoder-input token's whole embedding is dropped with this probability
+    # while training (word dropout, Sennrich et al. 2016's WMT systems: 0.1; not in the paper).
+    word_dropout: float = _probability(0.0)
     norm_position: str = _choice("post", "pre")  # post: LayerNorm(x + Sublayer(x))
     layer_norm_epsilon: float = _range(1e-6, 0, above=True)
     # Training.

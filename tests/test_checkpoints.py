@@ -199,3 +199,43 @@ def test_a_save_replaces_links_at_its_paths_and_never_writes_through_them(save, 
     for suffix in suffixes:
         assert (directory / f"ckpt-7{suffix}").is_file()
         assert not (directory / f"ckpt-7{suffix}").is_symlink()
+
+
+def test_a_jax_checkpoint_resumes_with_a_dropout_turned_on_or_off(tmp_path):
+    """Dropout layers of rate 0 have no seed, so a resumed run that turns word or attention
+    dropout on (training-only hparams) has more model state than its checkpoint: the weights
+    and the optimizer's state are restored, the new seeds start fresh. Another model's state is
+    still refused."""
+    import keras
+
+    from t2t_lite.backends.jax import checkpoints
+    from t2t_lite.utils.errors import UserError
+
+    hparams = Runner.create_or_resume(str(tmp_path / "unused"), "algorithmic_copy",
+                                      "transformer_tiny", TINY).hparams
+    built = []
+    for changed in ({}, {"word_dropout": 0.1, "attention_dropout": 0.1}, {}):
+        model, optimizer = create_model(hparams.replace(**changed), 12), keras.optimizers.Adam()
+        optimizer.build(model.trainable_variables)
+        built.append((model, optimizer))
+    (saved, saved_optimizer), (resumed, resumed_optimizer), (back, back_optimizer) = built
+    assert len(resumed.non_trainable_variables) > len(saved.non_trainable_variables)
+    rng = np.random.default_rng(0)
+    for variable in saved.weights + saved_optimizer.variables[1:]:
+        variable.assign(rng.normal(size=variable.shape).astype(variable.dtype))
+    saved_optimizer.iterations.assign(7)
+    for directory in ("model", "on"):
+        (tmp_path / directory).mkdir()
+    path = checkpoints.save(saved, saved_optimizer, str(tmp_path / "model"), 7, {}, keep=5)
+
+    checkpoints.restore(resumed, resumed_optimizer, path)
+    for a, b in zip(saved.weights + saved_optimizer.variables,
+                    resumed.weights + resumed_optimizer.variables):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    turned_off = checkpoints.save(resumed, resumed_optimizer, str(tmp_path / "on"), 8, {}, 5)
+    checkpoints.restore(back, back_optimizer, turned_off)
+    assert int(back_optimizer.iterations) == 7
+
+    other = create_model(hparams.replace(num_encoder_layers=2), 12)
+    with pytest.raises((UserError, ValueError)):
+        checkpoints.restore(other, keras.optimizers.Adam(), path)

@@ -136,3 +136,22 @@ def test_a_traced_dropout_scale_multiplies_the_rate_without_tracing_again():
         assert np.array_equal(layer(ones, training=False), ones)
     np.testing.assert_array_equal(dropout.Dropout(0.1, seed=5)(ones, training=True),
                                   keras.layers.Dropout(0.1, seed=5)(ones, training=True))
+
+
+def test_word_dropout_drops_whole_token_embeddings_while_training_only():
+    """hparam word_dropout: each token's embedding (before its position is added) is all
+    zeros with that probability or scaled by 1 / (1 - rate), one draw a token; at inference the
+    embedding is the model's without word dropout."""
+    rate = 0.3
+    model = small_model(word_dropout=rate)
+    ids = np.random.default_rng(1).integers(1, VOCAB, (100, 200)).astype("int32")
+    scaled = np.asarray(model.embedding(ids)) * np.sqrt(32)
+    sinusoids = np.asarray(model.position_encoding(scaled))
+    np.testing.assert_allclose(model._embed(ids, training=False), scaled + sinusoids,
+                               rtol=1e-5, atol=1e-5)
+    kept = np.asarray(model._embed(ids, training=True)) - sinusoids
+    dropped = np.all(np.abs(kept) < 1e-5, axis=-1)
+    np.testing.assert_allclose(kept[~dropped], scaled[~dropped] / (1 - rate), rtol=1e-4,
+                               atol=1e-5)
+    # The dropped fraction of 20,000 tokens, within 5 standard deviations.
+    assert abs(dropped.mean() - rate) < 5 * np.sqrt(rate * (1 - rate) / dropped.size)

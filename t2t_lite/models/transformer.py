@@ -52,6 +52,9 @@ class Transformer(keras.Model):
             embeddings_initializer=keras.initializers.RandomNormal(stddev=d_model**-0.5))
         self.position_encoding = keras_hub.layers.SinePositionEncoding(dtype="float32")
         self.embedding_dropout = Dropout(hparams.dropout)
+        # One draw a token, not a feature: a dropped token's embedding is all zeros (the model
+        # still sees its position), the others are scaled by 1 / (1 - rate) as dropout's are.
+        self.word_dropout = layers.Dropout(hparams.word_dropout, noise_shape=(None, None, 1))
         # Tuples, not lists: Keras 3 hides layers in lists from tf.train.Checkpoint.
         self.encoder_layers = tuple(EncoderLayer(hparams, name=f"encoder_{i}")
                                     for i in range(hparams.num_encoder_layers))
@@ -64,6 +67,7 @@ class Transformer(keras.Model):
 
     def _embed(self, ids, training, start_index=0, positions=None):
         x = self.embedding(ids) * ops.cast(math.sqrt(self.hparams.d_model), self.compute_dtype)
+        x = self.word_dropout(x, training=training)
         sinusoids = self.position_encoding(x, start_index=start_index)
         if positions is not None:  # packed rows: those of each token's own position
             sinusoids = ops.take(sinusoids[0], positions, axis=0)

@@ -104,6 +104,9 @@ def restore(model, optimizer, path):
                                     ("model", model.non_trainable_variables)):
                 saved = sorted((k for k in state.files if k.startswith(name + "_")),
                                key=lambda k: int(k.rsplit("_", 1)[1]))
+                if len(saved) != len(variables) and name == "model" and all(
+                        _is_dropout_seed(v) for v in variables):
+                    continue  # a dropout turned on or off on resume: fresh seeds
                 if len(saved) != len(variables):
                     raise UserError(f"{path}{STATE} holds {len(saved)} {name} variables where "
                                     f"this model has {len(variables)}: it is another model's")
@@ -115,6 +118,13 @@ def restore(model, optimizer, path):
         raise CheckpointGone(path) from error
     except DAMAGE_ERRORS as error:
         raise DamagedCheckpoint(path, error, is_intact) from None
+
+
+def _is_dropout_seed(variable):
+    """The model's only state besides its weights is its dropout layers' seeds; a layer whose
+    rate is 0 has none (keras.layers.Dropout), so their number changes with the training-only
+    hparams (config.TRAINING_ONLY) that a resumed run may change."""
+    return variable.path.endswith("seed_generator_state")
 
 
 def read_position(path):
