@@ -104,6 +104,12 @@ RECIPES = {
         "--hparams_set=transformer_small_data",
         "--hparams=num_encoder_layers=3,num_decoder_layers=3,budget_cooldown=0", *AVERAGING,
         "--save_every=50"],
+    # The set with word dropout (issue 42, item 2's last named knob): each source and
+    # decoder-input token's embedding dropped with probability 0.1 (Sennrich et al. 2016's) or 0.2.
+    "transformer_small_data_word_dropout": ["--hparams_set=transformer_small_data",
+                                            "--hparams=word_dropout=0.1", *AVERAGING],
+    "transformer_small_data_word_dropout02": ["--hparams_set=transformer_small_data",
+                                              "--hparams=word_dropout=0.2", *AVERAGING],
     # The README's own-corpus path as issue 42 found it, for its final comparison at any
     # budget: the set's 3+3 layers then, the paper's rate to the end, a checkpoint every 50
     # updates for the average, no weight decay.
