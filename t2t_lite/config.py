@@ -85,6 +85,7 @@ class HParams:
     relu_dropout: float = _probability(0.0)  # inside the feed-forward network (not in the paper)
     # Each source and decoder-input token's whole embedding is dropped with this probability
     # while training (word dropout, Sennrich et al. 2016's WMT systems: 0.1; not in the paper).
+    # 0.1 and 0.2 lost dev BLEU to transformer_small_data on 10k ja-en pairs (quality.md).
     word_dropout: float = _probability(0.0)
     norm_position: str = _choice("post", "pre")  # post: LayerNorm(x + Sublayer(x))
     layer_norm_epsilon: float = _range(1e-6, 0, above=True)
