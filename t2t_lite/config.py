@@ -28,10 +28,9 @@ class HParamsError(UserError, ValueError):
 # change them (e.g. a lower learning_rate after the loss diverged, or float16 to go faster).
 TRAINING_ONLY = ("dropout", "attention_dropout", "relu_dropout", "word_dropout", "batch_size",
                  "label_smoothing", "learning_rate", "peak_learning_rate", "warmup_steps",
-                 "budget_cooldown",
-                 "budget_max_dropout", "budget_max_weight_decay", "weight_decay",
-                 "clip_grad_norm", "accumulate_steps", "precision", "model_parallel",
-                 "packed_length")
+                 "budget_cooldown", "budget_max_dropout", "budget_max_weight_decay",
+                 "weight_decay", "clip_grad_norm", "accumulate_steps", "precision",
+                 "model_parallel", "packed_length")
 # Hparams that define the function a model's weights compute: a model started from another's
 # weights (the trainer's --init_from) must have the same values.
 ARCHITECTURE = ("num_encoder_layers", "num_decoder_layers", "d_model", "d_ff", "num_heads",

@@ -201,7 +201,6 @@ def test_a_save_replaces_links_at_its_paths_and_never_writes_through_them(save, 
         assert not (directory / f"ckpt-7{suffix}").is_symlink()
 
 
-
 def _tensorflow_restore(model, optimizer, path):
     from t2t_lite.backends.tensorflow import checkpoints
 

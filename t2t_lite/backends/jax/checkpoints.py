@@ -104,10 +104,9 @@ def restore(model, optimizer, path):
                                     ("model", model.non_trainable_variables)):
                 saved = sorted((k for k in state.files if k.startswith(name + "_")),
                                key=lambda k: int(k.rsplit("_", 1)[1]))
-                if len(saved) != len(variables) and name == "model" and all(
-                        _is_dropout_seed(v) for v in variables):
-                    continue  # a dropout turned on or off on resume: fresh seeds
                 if len(saved) != len(variables):
+                    if name == "model" and all(_is_dropout_seed(v) for v in variables):
+                        continue  # a dropout turned on or off on resume: fresh seeds
                     raise UserError(f"{path}{STATE} holds {len(saved)} {name} variables where "
                                     f"this model has {len(variables)}: it is another model's")
                 for variable, key in zip(variables, saved):
