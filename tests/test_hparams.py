@@ -54,7 +54,8 @@ def test_cpu_sets_derive_from_base():
 
 
 def test_parsing_matches_section_6_3():
-    """A 4-layer Transformer with d_model = 1024; beam 21, alpha 0.3, input length + 300."""
+    """A 4-layer Transformer with d_model = 1024; beam 21, alpha 0.3, input length + 300. The
+    small one adds only what a CPU budget measured to need: the budget's weight decay rule."""
     parsing = registry.hparams("transformer_parsing")
     assert (parsing.num_encoder_layers, parsing.num_decoder_layers, parsing.d_model) == (
         4, 4, 1024)
@@ -62,6 +63,10 @@ def test_parsing_matches_section_6_3():
     small = registry.hparams("transformer_parsing_small")
     assert (small.beam_size, small.alpha, small.extra_length) == (21, 0.3, 300)
     assert small.d_model < parsing.d_model
+    # The budget's weight decay rule, as the set's docstring states (measured on parsing).
+    doc = " ".join(registry.hparams_sets.get("transformer_parsing_small").__doc__.split())
+    assert small.budget_max_weight_decay == 1.0 and "budget_max_weight_decay=1.0" in doc
+    assert parsing.budget_max_weight_decay == 0
 
 
 def test_small_data_is_the_documented_recipe():
