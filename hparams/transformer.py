@@ -121,7 +121,7 @@ def transformer_parsing_small():
     with the paper's rate had not learned by then), and 3,500 WSJ-sized synthetic trees in 30
     minutes with a 1000-piece vocabulary (benchmarks/RESULTS.md, "Parsing"). Weight decay sized
     by the epochs a time budget allows, transformer_small_data's rule (budget_max_weight_decay=1.0;
-    nothing without --train_minutes): a parser sees its trees 50-200 times in a CPU budget, and on
+    nothing without --train_minutes): a parser sees its trees 50-160 times in a CPU budget, and on
     the WSJ-sized synthetic treebank the rule gained about three points of dev F1 on 1,500 trees
     (~150 epochs) and was level on 3,500 (~55) ("Weight decay sized by the epochs")."""
     return transformer_parsing().replace(
