@@ -53,9 +53,14 @@ def test_cpu_sets_derive_from_base():
     assert small.adam_beta2 == tiny.adam_beta2 == 0.98 and tiny.d_model < small.d_model
 
 
+def docstring(hparams_set):
+    """The set's docstring on one line, so that a phrase may be looked for across its breaks."""
+    return " ".join(registry.hparams_sets.get(hparams_set).__doc__.split())
+
+
 def test_parsing_matches_section_6_3():
     """A 4-layer Transformer with d_model = 1024; beam 21, alpha 0.3, input length + 300. The
-    small one adds only what a CPU budget measured to need: the budget's weight decay rule."""
+    small one keeps its decoding and sizes weight decay by the budget, as its docstring says."""
     parsing = registry.hparams("transformer_parsing")
     assert (parsing.num_encoder_layers, parsing.num_decoder_layers, parsing.d_model) == (
         4, 4, 1024)
@@ -64,8 +69,8 @@ def test_parsing_matches_section_6_3():
     assert (small.beam_size, small.alpha, small.extra_length) == (21, 0.3, 300)
     assert small.d_model < parsing.d_model
     # The budget's weight decay rule, as the set's docstring states (measured on parsing).
-    doc = " ".join(registry.hparams_sets.get("transformer_parsing_small").__doc__.split())
-    assert small.budget_max_weight_decay == 1.0 and "budget_max_weight_decay=1.0" in doc
+    assert small.budget_max_weight_decay == 1.0
+    assert "budget_max_weight_decay=1.0" in docstring("transformer_parsing_small")
     assert parsing.budget_max_weight_decay == 0
 
 
@@ -73,7 +78,7 @@ def test_small_data_is_the_documented_recipe():
     """transformer_small_data's values are those its docstring states and justifies."""
     small_data = registry.hparams("transformer_small_data")
     small = registry.hparams("transformer_small")
-    doc = " ".join(registry.hparams_sets.get("transformer_small_data").__doc__.split())
+    doc = docstring("transformer_small_data")
     documented = [("num_encoder_layers", 2, "2+2 layers"), ("num_decoder_layers", 2, "2+2"),
                   ("d_model", 256, "d_model=256"), ("d_ff", 1024, "d_ff=1024"),
                   ("num_heads", 4, "h=4"), ("dropout", 0.1, "dropout 0.1"),
