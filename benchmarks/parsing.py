@@ -70,7 +70,8 @@ def train(args, work):
         f"--hparams_set={args.hparams_set}", f"--hparams={args.hparams}",
         f"--model_dir={model_dir}", f"--eval_every={args.eval_every}",
         f"--eval_decode_examples={args.dev_trees}",
-        f"--eval_beam_size={args.eval_beam}", "--keep_best_by=f1", *budget,
+        f"--eval_beam_size={args.eval_beam}", "--keep_best_by=f1",
+        *([f"--random_seed={args.seed}"] if args.seed is not None else []), *budget,
         *averaging])
     return model_dir, (time.perf_counter() - start) / 60
 
@@ -89,6 +90,10 @@ def main():
     parser.add_argument("--eval_every", type=int, default=1000)
     parser.add_argument("--eval_beam", type=int, default=1, help="the dev evaluations' beam")
     parser.add_argument("--average_last", type=int, default=0)
+    parser.add_argument("--seed", type=int, help="the trainer's --random_seed (the same "
+                        "initialization and data order again; another seed measures how far "
+                        "the seed alone moves F1); default: unseeded, as the records before "
+                        "2026-12-01")
     parser.add_argument("--save_every", type=int, help="with --average_last; default: the "
                         "trainer's (with --train_minutes, spread over the budget's cool-down)")
     parser.add_argument("--checkpoints", nargs="+", choices=["best", "avg", "last"],
@@ -174,7 +179,9 @@ def training_notes(args, minutes):
             f"{args.test_trees} test trees (seed 12) of the {args.treebank} treebank",
             (f"{args.record_label}: " if args.record_label else "")
             + f"{args.hparams_set}" + (f" with {args.hparams}" if args.hparams else "")
-            + f", vocabulary {args.vocab_size}; trained "
+            + f", vocabulary {args.vocab_size}"
+            + (f", --random_seed={args.seed}" if args.seed is not None else ", unseeded")
+            + "; trained "
             + (f"{args.train_minutes:g} minutes" if args.train_minutes else
                f"{args.train_steps:,} steps") + f" in {minutes:.1f} min; dev evaluations every "
             f"{args.eval_every:,} updates at beam {args.eval_beam}, the best kept by dev F1"
