@@ -117,6 +117,10 @@ def main():
     from t2t_lite.runner import Runner
 
     work = pathlib.Path(args.work_dir)
+    if (work / "model").exists():  # the trainer would resume it: not a fresh run's numbers
+        print(f"parsing.py: error: {work / 'model'} holds an earlier run, which the trainer "
+              "would resume: move it aside, or give another --work_dir", file=sys.stderr)
+        sys.exit(2)
     work.mkdir(parents=True, exist_ok=True)
     write_treebanks(args, work)
     load_before = os.getloadavg()[0]

@@ -205,6 +205,12 @@ def write_records(args, runs):
                          "each recipe's own beam size and alpha"])
 
 
+def direction_work_dir(args, direction):
+    """Where one direction's files, data, models and logs go: its corpus size in the name."""
+    return os.path.join(args.work_dir, direction + (
+        f"_{args.train_pairs}" if args.train_pairs else ""))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", required=True, help="train/dev/test.LANG files")
@@ -226,13 +232,22 @@ def main():
                         "benchmarks/results/quality (docs/results_pages.py)")
     args = parser.parse_args()
     corpus = os.path.abspath(args.corpus)
+    # The trainer would resume a model_dir left by an earlier call, and its minutes and scores
+    # would then not be a fresh run's: refused before anything trains.
+    for direction in args.directions:
+        work = direction_work_dir(args, direction)
+        for recipe in args.recipes:
+            if os.path.exists(os.path.join(work, recipe)):
+                print(f"quality.py: error: {os.path.join(work, recipe)} holds an earlier run, "
+                      "which the trainer would resume: move it aside, or give another "
+                      "--work_dir", file=sys.stderr)
+                sys.exit(2)
     results = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
                "machine": os.uname().nodename, "cpus": os.cpu_count(),
                "load_before": os.getloadavg(), "args": vars(args), "runs": []}
     for direction in args.directions:
         source, target = direction.split("-")
-        work = os.path.join(args.work_dir, direction + (
-            f"_{args.train_pairs}" if args.train_pairs else ""))
+        work = direction_work_dir(args, direction)
         files = os.path.join(work, "files")
         os.makedirs(files, exist_ok=True)
         for split in ("train", "dev", "test"):
