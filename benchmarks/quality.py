@@ -236,11 +236,10 @@ def main():
     # would then not be a fresh run's: refused before anything trains.
     for direction in args.directions:
         work = direction_work_dir(args, direction)
-        for recipe in args.recipes:
-            if os.path.exists(os.path.join(work, recipe)):
-                print(f"quality.py: error: {os.path.join(work, recipe)} holds an earlier run, "
-                      "which the trainer would resume: move it aside, or give another "
-                      "--work_dir", file=sys.stderr)
+        for model_dir in (os.path.join(work, recipe) for recipe in args.recipes):
+            if os.path.exists(model_dir):
+                print(f"quality.py: error: {model_dir} holds an earlier run, which the trainer "
+                      "would resume: move it aside, or give another --work_dir", file=sys.stderr)
                 sys.exit(2)
     results = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
                "machine": os.uname().nodename, "cpus": os.cpu_count(),
