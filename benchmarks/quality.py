@@ -104,6 +104,11 @@ RECIPES = {
         "--hparams_set=transformer_small_data",
         "--hparams=num_encoder_layers=3,num_decoder_layers=3,budget_cooldown=0", *AVERAGING,
         "--save_every=50"],
+    # The set at the candidate's 3+3 depth, all else the set's (the cool-down, avg/'s checkpoints
+    # spread over it, sized weight decay): whether the candidate's lead is its depth alone.
+    "transformer_small_data_3x3_sized_weight_decay": [
+        "--hparams_set=transformer_small_data",
+        "--hparams=num_encoder_layers=3,num_decoder_layers=3", *AVERAGING],
     # The set with word dropout (issue 42, item 2's last named knob): each source and
     # decoder-input token's embedding dropped with probability 0.1 (Sennrich et al. 2016's) or 0.2.
     "transformer_small_data_word_dropout": ["--hparams_set=transformer_small_data",
