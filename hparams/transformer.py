@@ -61,9 +61,10 @@ def transformer_small_data():
       and 3+3 with the cool-down level with 2+2 there too ("The README's path at 60 minutes,
       dev and test"); at 30 minutes ahead in both directions, but level on 10,000 pairs from
       English to Japanese, where both overfit. With the cool-down and sized weight decay 3+3
-      led by about a point on 25,000 pairs (~21-33 epochs, three seeds) but trailed by two on
-      50,000 (~12 epochs) and was level on 10,000 (~34-48): a middle band of epochs, which a
-      trainer cannot know before it builds the model ("Depth again on all 50,000 pairs").
+      led by about a point on 25,000 pairs (~21-33 epochs, three seeds) but trailed by two or
+      more on 50,000 (~9-12 epochs, two seeds) and was level on 10,000 (~34-48): a middle
+      band of epochs, which a trainer cannot know before it builds the model ("Depth again
+      on all 50,000 pairs").
       Wu et al. 2021's text-only Multi30k recipe (4+4, d_model=128, d_ff=256, dropout 0.3,
       peak 5e-3; 150 epochs) learned too slowly for a CPU budget: well below
       transformer_small's dev BLEU after 25 minutes on small_parallel_enja ("Translation
