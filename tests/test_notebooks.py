@@ -105,22 +105,23 @@ def check_quickstart(working_dir, notebook):
 
 
 def check_translate_your_corpus(working_dir, notebook):
-    """Each BLEU the decoder printed is sacreBLEU's, with the signature it printed, on the
-    files written; the hypotheses are the decoder's translations; the exported model prints
-    the averaged model's."""
+    """avg/ averages the run's last AVERAGE_LAST checkpoints; each BLEU the decoder printed (for
+    avg/ and best/) is sacreBLEU's, with the signature it printed, on the files written; the
+    hypotheses are the decoder's translations; the exported model prints avg/'s."""
     import sacrebleu
 
-    averaged = json.loads((working_dir / "multi30k_model_avg" / "info.json").read_text())
+    from t2t_lite.training.checkpoint_list import checkpoint_paths
+
+    model_dir = working_dir / "multi30k_model"
+    averaged = json.loads((model_dir / "avg" / "info.json").read_text())
     assert [os.path.basename(path) for path in averaged["averaged_checkpoints"]] == [
-        "ckpt-20", "ckpt-40", "ckpt-60"]
+        os.path.basename(path) for path in checkpoint_paths(str(model_dir))[-3:]]
     sources, references = ((working_dir / "corpus" / f"test.{lang}").read_text(
         encoding="utf-8").splitlines() for lang in ("en", "de"))
-    for model, hypotheses, cell in (("multi30k_model", "test.hyp.de",
-                                     "--model_dir={MODEL_DIR} --decode_from_file"),
-                                    ("multi30k_model_avg", "test.avg.hyp.de",
-                                     "--model_dir={AVERAGED_DIR} --decode_from_file")):
+    for model, hypotheses in (("avg", "test.hyp.de"), ("best", "test.best.hyp.de")):
         lines = (working_dir / hypotheses).read_text(encoding="utf-8").splitlines()
-        assert lines == decoder_lines(working_dir / model, sources, working_dir)
+        assert lines == decoder_lines(model_dir / model, sources, working_dir)
+        cell = f"--model_dir={{MODEL_DIR}}/{model} --decode_from_file"
         (report,) = [line for line in printed(notebook, cell).splitlines()
                      if line.startswith("BLEU = ")]
         score, signature = report.rsplit("  ", 1)
@@ -132,9 +133,8 @@ def check_translate_your_corpus(working_dir, notebook):
     assert printed(notebook, "print(sacrebleu.corpus_bleu(").splitlines()[0] == str(
         sacrebleu.corpus_bleu(hypotheses, [references]))
     served = printed(notebook, 'signatures["serving_default"]').splitlines()[1::2]
-    averaged_lines = (working_dir / "test.avg.hyp.de").read_text(encoding="utf-8").splitlines()
     assert [line.split("  -> ", 1)[1].rsplit("  (score", 1)[0] for line in served] == (
-        averaged_lines[:3])
+        hypotheses[:3])
 
 
 def embedded_pairs(html_path):
@@ -220,8 +220,8 @@ RUNS = {
         HPARAMS=TINY_MODEL, TRAIN_STEPS=40, EVAL_EVERY=20, EVAL_EXAMPLES=32),
         check=check_quickstart),
     "translate_your_corpus.ipynb": NotebookRun(dict(
-        CORPUS_DIR="corpus", VOCAB_SIZE=320, HPARAMS_SET="transformer_tiny", HPARAMS=TINY_MODEL,
-        TRAIN_STEPS=60, EVAL_EVERY=20, EVAL_EXAMPLES=24, AVERAGE_LAST=3),
+        CORPUS_DIR="corpus", VOCAB_SIZE=320, HPARAMS=TINY_MODEL, TRAIN_MINUTES=0.5,
+        AVERAGE_LAST=3),
         check=check_translate_your_corpus,
         prepare=lambda working_dir: write_toy_corpus(working_dir / "corpus")),
     "attention.ipynb": NotebookRun(dict(
