@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from t2t_lite.backends.jax.backend import compile_hint
 from t2t_lite.config import EOS_ID, PAD_ID, HParams
 from t2t_lite.data.buckets import bucket_boundaries
 from t2t_lite.backends.tensorflow.pipeline import read_examples
@@ -117,7 +118,7 @@ def test_input_pipelines_read_disjoint_shares_that_cover_the_split(small_reverse
     assert min(sum(share.values()) for share in shares) >= 2000 // 3 - 1
 
 
-def test_the_examples_max_length_drops_are_reported(small_reverse_dir, caplog):
+def test_the_examples_a_length_limit_drops_are_reported(small_reverse_dir, caplog):
     problem = SmallReverse()
     lengths = [max(map(len, x)) for x in encoded_pairs(problem, "train").elements()]
     dropped = sum(length > 12 for length in lengths)
@@ -126,6 +127,30 @@ def test_the_examples_max_length_drops_are_reported(small_reverse_dir, caplog):
     assert f"max_length=12 drops {dropped:,} of 2,000 training examples" in caplog.text
     with pytest.raises(UserError, match="all 2,000 training examples .* longer than max_length=1"):
         problem.dataset("train", small_reverse_dir, HParams(max_length=1), training=True)
+    caplog.clear()  # the JAX path's packed rows leave out what packed_length does, and say so
+    with caplog.at_level("INFO", logger="t2t_lite"):
+        problem.numpy_batches("train", small_reverse_dir, HParams(packed_length=12),
+                              training=True)
+    assert f"packed_length=12 drops {dropped:,} of 2,000 training examples" in caplog.text
+    with pytest.raises(UserError, match="longer than packed_length=1: .*packed_length=N"):
+        problem.numpy_batches("train", small_reverse_dir, HParams(packed_length=1), training=True)
+
+
+def test_an_accelerator_is_told_that_length_buckets_compile_a_program_each(small_reverse_dir):
+    problem = SmallReverse()
+    buckets = problem.numpy_batches("train", small_reverse_dir, HParams(max_length=32),
+                                    training=True).steps_per_bucket
+    packed = problem.numpy_batches("train", small_reverse_dir, HParams(packed_length=32),
+                                   training=True).steps_per_bucket
+    shapes = sum(steps > 0 for steps in buckets)
+    assert shapes > 1 and len(packed) == 1
+    hint = compile_hint("gpu", buckets, environ={})
+    assert f"each of the {shapes} length buckets" in hint and "packed_length=L" in hint
+    assert "JAX_COMPILATION_CACHE_DIR" in hint
+    assert "JAX_COMPILATION_CACHE_DIR" not in compile_hint(
+        "tpu", buckets, environ={"JAX_COMPILATION_CACHE_DIR": "/cache"})
+    assert compile_hint("gpu", packed, environ={}) is None  # one shape: one program
+    assert compile_hint("cpu", buckets, environ={}) is None  # compiling is quick there
 
 
 def test_the_padding_fraction_reaches_tensorboard(small_reverse_dir, tmp_path):

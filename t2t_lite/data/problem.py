@@ -305,7 +305,8 @@ class Problem:
             from t2t_lite.data.packing import PackedBatches
 
             limit = hparams.packed_length or hparams.max_length
-            self._report_length_filter(data_dir, limit)
+            self._report_length_filter(data_dir, limit, "packed_length" if hparams.packed_length
+                                       else "max_length")
             examples = self.examples(split, data_dir, tensorflow=False, share=share)
             if hparams.packed_length:
                 return PackedBatches(examples, limit, max(1, hparams.batch_size // limit),
@@ -377,18 +378,19 @@ class Problem:
                            datagen)
         return records
 
-    def _report_length_filter(self, data_dir, max_length):
-        """Logs how many training examples max_length drops; refuses to drop them all."""
+    def _report_length_filter(self, data_dir, limit, hparam="max_length"):
+        """Logs how many training examples the length limit (the hparam named) drops;
+        refuses to drop them all."""
         lengths = self.stats("train", data_dir).get("lengths")
         if not lengths:  # written by a datagen that kept no statistics
             return
         total = sum(lengths.values())
-        dropped = sum(count for length, count in lengths.items() if int(length) > max_length)
+        dropped = sum(count for length, count in lengths.items() if int(length) > limit)
         if dropped == total:
             raise UserError(f"all {total:,} training examples of {self.name} are longer than "
-                            f"max_length={max_length}: raise it with --hparams=max_length=N")
+                            f"{hparam}={limit}: raise it with --hparams={hparam}=N")
         if dropped:
-            logger.info("max_length=%d drops %s of %s training examples (%.2f%%)", max_length,
+            logger.info("%s=%d drops %s of %s training examples (%.2f%%)", hparam, limit,
                         f"{dropped:,}", f"{total:,}", 100 * dropped / total)
 
 

@@ -2,9 +2,28 @@
 JaxTrainer's jitted update, batches read without TensorFlow, the JaxTranslator."""
 
 import contextlib
+import logging
+import os
 
 from t2t_lite.backends.base import Backend
 from t2t_lite.utils.errors import UserError
+
+logger = logging.getLogger("t2t_lite")
+
+
+def compile_hint(platform, steps_per_bucket, environ=os.environ):
+    """What to do about the programs length buckets make an accelerator compile, or None: XLA
+    compiles one per batch shape on its first batch, which on a GPU takes about as long as
+    hundreds of updates (~17 s each for transformer_small_data on one H200,
+    benchmarks/results/backends.md), so a short run spends its budget compiling."""
+    shapes = sum(1 for steps in steps_per_bucket if steps)
+    if platform == "cpu" or shapes < 2:
+        return None
+    cache = "" if environ.get("JAX_COMPILATION_CACHE_DIR") else (
+        ", and JAX_COMPILATION_CACHE_DIR keeps compiled programs for the next run")
+    return (f"on {platform}, each of the {shapes} length buckets' batch shapes is compiled on its "
+            f"first batch (seconds each): --hparams=packed_length=L (at least the longest "
+            f"example) trains on one shape{cache} (docs/guides/jax.md, Shapes)")
 
 
 class JaxBackend(Backend):
@@ -78,6 +97,11 @@ class JaxBackend(Backend):
             if not sum(data.steps_per_bucket):
                 raise UserError(f"no training example is at most max_length="
                                 f"{hparams.max_length} long")
+        import jax
+
+        hint = compile_hint(jax.default_backend(), data.steps_per_bucket)
+        if hint and distribution.worker == 0:
+            logger.info(hint)
         return data
 
     def translate_on_devices(self, translator, distribution):
