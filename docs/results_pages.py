@@ -32,6 +32,8 @@ REQUIRED = ("title", "script", "command", "date", "machine", "load", "source", "
 # the same measurement written twice. Shorter ones (0.1, 2x, exit status 130), round counts
 # (step 5,000) and percentages (shares the prose derives: 35.4%) are left out.
 NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\w%]|\.\d|,\d{3})")
+# A year, written without a comma as prose writes it ("Post & Vilar 2018"), is no step count.
+YEAR = re.compile(r"(?<![\w.,])(?:19|20)\d\d(?![\w%]|[.,]\d)")
 
 
 def topics():
@@ -239,6 +241,7 @@ def repeated_numbers(text, numbers):
     """[(number, record)] of the records' numbers that `text` (hand-written prose) repeats.
     Code spans and blocks are left out: commands and outputs, not measurements."""
     prose = re.sub(r"```.*?```|`[^`\n]*`", " ", text, flags=re.DOTALL)
+    prose = YEAR.sub(" ", prose)
     return [(number, numbers[number]) for number in significant_numbers(prose)
             if number in numbers]
 

@@ -252,6 +252,10 @@ def test_a_record_a_script_writes_is_the_table_the_page_shows(tmp_path, results_
                                                "| tensorflow | 40.00 |  |"]
     assert results_pages.significant_numbers("56.10 and 4,738 at beam 4 of 500") == [
         "56.1", "4738"]
+    numbers = {"2018": "quality/steps", "1719": "quality/steps"}  # years are not measurements
+    assert results_pages.repeated_numbers("Post & Vilar 2018; 2,018 and 1,719 steps",
+                                          numbers) == [("2018", "quality/steps"),
+                                                       ("1719", "quality/steps")]
     # A run that extends keeps the record's own title and source, whoever wrote them, and
     # lists its machine only when it is another.
     edited = dict(written, title="Speed, edited", source="transcribed", machine="another CPU",

@@ -379,8 +379,7 @@ class Problem:
         return records
 
     def _report_length_filter(self, data_dir, limit, hparam="max_length"):
-        """Logs how many training examples the length limit (the hparam named) drops;
-        refuses to drop them all."""
+        """Logs how many training examples the limit (hparam `hparam`) drops; refuses all."""
         lengths = self.stats("train", data_dir).get("lengths")
         if not lengths:  # written by a datagen that kept no statistics
             return
