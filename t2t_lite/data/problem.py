@@ -304,9 +304,9 @@ class Problem:
         if training:  # packed rows (t2t_lite.data.packing) or length buckets
             from t2t_lite.data.packing import PackedBatches
 
-            limit = hparams.packed_length or hparams.max_length
-            self._report_length_filter(data_dir, limit, "packed_length" if hparams.packed_length
-                                       else "max_length")
+            hparam = "packed_length" if hparams.packed_length else "max_length"
+            limit = getattr(hparams, hparam)
+            self._report_length_filter(data_dir, limit, hparam)
             examples = self.examples(split, data_dir, tensorflow=False, share=share)
             if hparams.packed_length:
                 return PackedBatches(examples, limit, max(1, hparams.batch_size // limit),

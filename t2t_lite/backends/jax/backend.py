@@ -13,8 +13,8 @@ logger = logging.getLogger("t2t_lite")
 
 def compile_hint(platform, steps_per_bucket, environ=os.environ):
     """What to do about the programs length buckets make an accelerator compile, or None: XLA
-    compiles one per batch shape on its first batch, which on a GPU takes about as long as
-    hundreds of updates (~17 s each for transformer_small_data on one H200,
+    compiles one per batch shape on its first batch, which on a GPU takes longer than a
+    thousand updates of one shape (~17 s each for transformer_small_data on one H200,
     benchmarks/results/backends.md), so a short run spends its budget compiling."""
     shapes = sum(1 for steps in steps_per_bucket if steps)
     if platform == "cpu" or shapes < 2:
