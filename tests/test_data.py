@@ -136,6 +136,25 @@ def test_the_examples_a_length_limit_drops_are_reported(small_reverse_dir, caplo
         problem.numpy_batches("train", small_reverse_dir, HParams(packed_length=1), training=True)
 
 
+def test_a_multi_host_check_names_the_hparam_that_limits_the_length(small_reverse_dir,
+                                                                     monkeypatch):
+    """JAX processes agree on each bucket's batches (the largest count of any process); where
+    that leaves no batch at all, the error names the length limit that left none: packed_length
+    when training packs rows, else max_length. The cluster is simulated: every other process's
+    counts are taken as zero."""
+    from t2t_lite.backends.base import Distribution
+    from t2t_lite.backends.jax import hosts
+    from t2t_lite.backends.jax.backend import JaxBackend
+
+    monkeypatch.setattr(hosts, "several", lambda: True)
+    monkeypatch.setattr(hosts, "largest", lambda counts: [0] * len(counts))
+    for hparams, named in ((HParams(packed_length=12), "packed_length=12"),
+                           (HParams(max_length=12), "max_length=12")):
+        with pytest.raises(UserError, match=f"^no training example is at most {named} long$"):
+            JaxBackend().training_data(SmallReverse(), small_reverse_dir, hparams, seed=1,
+                                       distribution=Distribution(worker=1, workers=2))
+
+
 def test_an_accelerator_is_told_that_length_buckets_compile_a_program_each(small_reverse_dir):
     problem = SmallReverse()
     buckets = problem.numpy_batches("train", small_reverse_dir, HParams(max_length=32),

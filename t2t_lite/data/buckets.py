@@ -19,3 +19,10 @@ def buckets(batch_size, max_length):
     the examples longer than max_length (kept in evaluation), one per batch."""
     boundaries = bucket_boundaries(max_length) + [max_length + 1]
     return boundaries, [max(1, batch_size // length) for length in boundaries] + [1]
+
+
+def training_length_limit(hparams):
+    """(name, value) of the hparam that caps a training example's length: packed_length where
+    training packs rows (the JAX path's), else max_length; messages name the one to change."""
+    name = "packed_length" if hparams.packed_length else "max_length"
+    return name, getattr(hparams, name)

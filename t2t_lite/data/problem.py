@@ -20,6 +20,7 @@ import time
 
 from t2t_lite.config import EOS_ID
 from t2t_lite.data import shard_records
+from t2t_lite.data.buckets import training_length_limit
 from t2t_lite.data.corpus import is_empty, read_lines
 from t2t_lite.evaluation.metrics import bleu
 from t2t_lite.registry import snake_case
@@ -304,8 +305,7 @@ class Problem:
         if training:  # packed rows (t2t_lite.data.packing) or length buckets
             from t2t_lite.data.packing import PackedBatches
 
-            hparam = "packed_length" if hparams.packed_length else "max_length"
-            limit = getattr(hparams, hparam)
+            hparam, limit = training_length_limit(hparams)
             self._report_length_filter(data_dir, limit, hparam)
             examples = self.examples(split, data_dir, tensorflow=False, share=share)
             if hparams.packed_length:

@@ -6,6 +6,7 @@ import logging
 import os
 
 from t2t_lite.backends.base import Backend
+from t2t_lite.data.buckets import training_length_limit
 from t2t_lite.utils.errors import UserError
 
 logger = logging.getLogger("t2t_lite")
@@ -95,8 +96,8 @@ class JaxBackend(Backend):
         if hosts.several():
             data.steps_per_bucket = hosts.largest(data.steps_per_bucket)
             if not sum(data.steps_per_bucket):
-                raise UserError(f"no training example is at most max_length="
-                                f"{hparams.max_length} long")
+                hparam, limit = training_length_limit(hparams)
+                raise UserError(f"no training example is at most {hparam}={limit} long")
         import jax
 
         hint = compile_hint(jax.default_backend(), data.steps_per_bucket)
