@@ -140,8 +140,8 @@ def test_a_multi_host_check_names_the_hparam_that_limits_the_length(small_revers
                                                                      monkeypatch):
     """JAX processes agree on each bucket's batches (the largest count of any process); where
     that leaves no batch at all, the error names the length limit that left none: packed_length
-    when training packs rows, else max_length. The cluster is simulated: every other process's
-    counts are taken as zero."""
+    when training packs rows, else max_length. The cluster is simulated: hosts.largest answers
+    zero for every bucket, as it would if no process had a batch."""
     from t2t_lite.backends.base import Distribution
     from t2t_lite.backends.jax import hosts
     from t2t_lite.backends.jax.backend import JaxBackend
