@@ -93,6 +93,12 @@ RECIPES = {
                                                   "--hparams=budget_max_weight_decay=1.0",
                                                   *AVERAGING],
     "transformer_small_data_no_weight_decay": small_data(),
+    # The set's rule with twice its most weight decay (2.0 from 35 epochs on; time constant
+    # ~250 updates at the peak rate): whether a stronger decay opens a margin where the budget
+    # shows the model a small corpus many times and the set still ends near training accuracy 1.
+    "transformer_small_data_weight_decay2": ["--hparams_set=transformer_small_data",
+                                             "--hparams=budget_max_weight_decay=2.0",
+                                             *AVERAGING],
     # Averaging at a high rate with sized weight decay (issue 42, item 3: SWA-like averaging
     # against averaging over the cool-down): the set without the cool-down, its --average_last
     # checkpoints spread over the budget's last fifth at the paper's rate; and the path of
