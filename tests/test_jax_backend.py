@@ -13,6 +13,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from jax_subprocess import jax_environment
 from reference_decoding import exhaustive_search
 from test_decoding import eos_prone_model, padded, random_model
 
@@ -26,11 +27,7 @@ from t2t_lite.training.loss import batch_statistics
 pytestmark = pytest.mark.filterwarnings("ignore:You are using a softmax over axis -1")
 pytestmark = [pytestmark, pytest.mark.jax, pytest.mark.slow]  # a JAX subprocess each: 30-70 s
 JOBS = os.path.join(os.path.dirname(__file__), "jax_jobs.py")
-# Each job compiles a dozen small programs and runs each a few times: without LLVM's
-# optimizations XLA compiles them sooner (measured alone, 2 cores: the four jobs without a
-# trained model, 78.3 -> 64.7 s), and they agree with TensorFlow and the exhaustive search to
-# the same tolerances.
-FAST_COMPILE = "--xla_backend_optimization_level=0"
+
 
 
 def on_jax(job, tmp_path, model, config=None, devices=1, **arrays):
@@ -47,8 +44,7 @@ def on_jax(job, tmp_path, model, config=None, devices=1, **arrays):
     np.savez(tmp_path / "in.npz", config=json.dumps(config), **arrays)
     result = subprocess.run(
         [sys.executable, JOBS, job, str(tmp_path / "in.npz"), str(tmp_path / "out.npz")],
-        env={**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
-             "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices} {FAST_COMPILE}"},
+        env=jax_environment(devices, fast_compile=True),
         capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stderr[-4000:]
     with np.load(tmp_path / "out.npz") as results:

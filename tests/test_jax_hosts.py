@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pytest
 from cli_output import error_lines, run_cli
+from jax_subprocess import jax_environment
 from tiny_model_dir import OVERRIDES
 
 from t2t_lite.training.checkpoint_list import latest_step
@@ -21,9 +22,8 @@ from t2t_lite.training.checkpoint_list import latest_step
 pytestmark = [pytest.mark.jax, pytest.mark.distributed]
 
 TESTS = os.path.dirname(__file__)
-# As test_jax_backend's jobs: small programs compile sooner without LLVM's optimizations.
-FAST_COMPILE = "--xla_backend_optimization_level=0"
 USR_PROBLEMS = os.path.join(TESTS, "usr_problems.py")
+TRAINER = "from t2t_lite.cli.trainer import run; run()"  # as t2t-lite-trainer
 
 
 def free_port():
@@ -32,14 +32,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def jax_environment(devices, **more):
+def hosts_environment(devices, **more):
     """A JAX process without GPUs, with `devices` virtual CPU devices."""
-    repository = os.path.dirname(TESTS)
-    return {**os.environ, "KERAS_BACKEND": "jax", "CUDA_VISIBLE_DEVICES": "",
-            "JAX_PLATFORMS": "cpu",
-            "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices} {FAST_COMPILE}",
-            "PYTHONPATH": os.pathsep.join([repository, os.environ.get("PYTHONPATH", "")]),
-            **more}
+    return jax_environment(devices, fast_compile=True, CUDA_VISIBLE_DEVICES="",
+                           PYTHONPATH=os.pathsep.join([os.path.dirname(TESTS),
+                                                       os.environ.get("PYTHONPATH", "")]),
+                           **more)
 
 
 def wait_all(processes, timeout):
@@ -64,7 +62,7 @@ def run_job(out_dir, processes, devices):
     started = [subprocess.Popen(
         [sys.executable, os.path.join(TESTS, "jax_hosts_job.py"), str(i), str(processes),
          str(port), out_dir], stdout=log, stderr=subprocess.STDOUT,
-        env=jax_environment(devices)) for i, log in enumerate(logs)]
+        env=hosts_environment(devices)) for i, log in enumerate(logs)]
     wait_all(started, 400)
     for process, log in zip(started, logs):
         log.close()
@@ -107,10 +105,9 @@ def trainer_processes(tmp_path, run, flags, temporary_dirs):
     for i, log in enumerate(logs):
         with open(log, "w") as stderr:
             processes.append(subprocess.Popen(
-                [sys.executable, "-c", "from t2t_lite.cli.trainer import run; run()", *flags,
-                 f"--coordinator_address=127.0.0.1:{port}", "--num_processes=2",
-                 f"--process_id={i}"], stdout=stderr, stderr=subprocess.STDOUT,
-                env=jax_environment(2, TMPDIR=str(temporary_dirs[i]))))
+                [sys.executable, "-c", TRAINER, *flags, f"--coordinator_address=127.0.0.1:{port}",
+                 "--num_processes=2", f"--process_id={i}"], stdout=stderr, stderr=subprocess.STDOUT,
+                env=hosts_environment(2, TMPDIR=str(temporary_dirs[i]))))
     return processes, logs
 
 
@@ -194,10 +191,10 @@ def test_a_cluster_that_is_not_named_is_one_line_and_exit_2(tmp_path):
     """--strategy=multi_worker where nothing names the cluster (no flags, no
     KERAS_DISTRIBUTION_*, neither Cloud TPU nor Slurm) is one line naming the flags, exit 2."""
     result = subprocess.run(
-        [sys.executable, "-c", "from t2t_lite.cli.trainer import run; run()",
+        [sys.executable, "-c", TRAINER,
          "--problem=algorithmic_reverse", f"--model_dir={tmp_path / 'model'}",
          "--strategy=multi_worker"], capture_output=True, text=True, timeout=300,
-        env=jax_environment(2))
+        env=hosts_environment(2))
     assert result.returncode == 2, result.stderr[-3000:]
     (line,) = error_lines(result.stderr)
     assert "could not join the JAX cluster" in line and "--coordinator_address" in line

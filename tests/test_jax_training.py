@@ -15,6 +15,7 @@ import time
 import h5py
 import numpy as np
 import pytest
+from jax_subprocess import NO_TENSORFLOW, jax_environment
 from tiny_model_dir import OVERRIDES
 
 from t2t_lite.runner import Runner
@@ -24,7 +25,6 @@ from t2t_lite.training.summaries import read_scalars
 pytestmark = [pytest.mark.jax, pytest.mark.slow]  # every test runs a JAX trainer in a subprocess
 
 USR_PROBLEMS = os.path.join(os.path.dirname(__file__), "usr_problems.py")
-NO_TENSORFLOW = "import sys; sys.modules['tensorflow'] = None; "  # `import tensorflow` fails
 DEMO = ["--problem=test_short_reverse", "--hparams_set=transformer_tiny",
         "--hparams=d_model=64,d_ff=256,dropout=0.0,warmup_steps=100", "--train_steps=300",
         "--eval_every=100", "--eval_decode_examples=200", "--keep_best_by=sequence_accuracy",
@@ -39,10 +39,6 @@ def jax_command(script, *flags):
     code = (NO_TENSORFLOW + f"sys.argv[0] = 't2t-lite-{script}'; "
             f"from t2t_lite.cli.{script} import run; run()")
     return [sys.executable, "-c", code, f"--usr_dir={USR_PROBLEMS}", *flags]
-
-
-def jax_environment():
-    return {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
 
 
 def run_jax(script, *flags):
