@@ -220,7 +220,7 @@ RUNS = {
         HPARAMS=TINY_MODEL, TRAIN_STEPS=40, EVAL_EVERY=20, EVAL_EXAMPLES=32),
         check=check_quickstart),
     "translate_your_corpus.ipynb": NotebookRun(dict(
-        CORPUS_DIR="corpus", VOCAB_SIZE=320, HPARAMS=TINY_MODEL, TRAIN_MINUTES=0.5,
+        CORPUS_DIR="corpus", VOCAB_SIZE=320, HPARAMS=TINY_MODEL, TRAIN_MINUTES=0.25,
         AVERAGE_LAST=3),
         check=check_translate_your_corpus,
         prepare=lambda working_dir: write_toy_corpus(working_dir / "corpus")),
