@@ -1,14 +1,15 @@
 """The environment of the tests' JAX subprocesses: Keras's JAX backend on the CPU, optionally
-over several virtual devices, and two settings that only make them cheaper on the 2 cores the
-suite runs on (both keep every output the same).
+over several virtual devices, and two settings that make them cheaper on the 2 cores the suite
+runs on: glibc's malloc setting for all of them (their outputs stay the same), and FAST_COMPILE
+where a test asks for it (its outputs agree to the tests' tolerances).
 
 glibc's malloc: XLA:CPU allocates and frees its buffers on every step, and glibc serves each one
 above its mmap threshold (128 KiB, dynamically raised to at most 32 MiB) with an mmap and an
-munmap, whose page faults are most of the process's system time. A threshold above any buffer of
-these models keeps them in the heap. Measured alone on 2 cores (AMD EPYC, 2026-12-05), the
-jax_demo trainer of tests/test_jax_training.py twice each way: system CPU 8.8 and 8.5 s -> 4.8
-and 3.9 s, wall 33.0 and 32.8 s -> 30.9 and 30.1 s, the same final evaluation. A TensorFlow
-trainer gains nothing from it, so only these processes get it.
+munmap, whose page faults were about half of a JAX trainer's system time. A threshold above any
+buffer of these models keeps them in the heap. Measured alone on 2 cores (AMD EPYC,
+2026-12-05), the jax_demo trainer of tests/test_jax_training.py twice each way: system CPU 8.8
+and 8.5 s -> 4.8 and 3.9 s, wall 33.0 and 32.8 s -> 30.9 and 30.1 s, the same final evaluation.
+A TensorFlow trainer gains nothing from it, so only these processes get it.
 """
 
 import os

@@ -29,7 +29,6 @@ pytestmark = [pytestmark, pytest.mark.jax, pytest.mark.slow]  # a JAX subprocess
 JOBS = os.path.join(os.path.dirname(__file__), "jax_jobs.py")
 
 
-
 def on_jax(job, tmp_path, model, config=None, devices=1, **arrays):
     """The results of tests/jax_jobs.py's `job` on `model`'s weights (if a model; a list of
     models: the weights of each, as a list), run on JAX with `devices` CPU devices."""
