@@ -1,0 +1,109 @@
+"""A copy of a quality.py direction whose training split is K BPE-dropout samples of each pair.
+
+BPE-dropout (Provilkov et al. 2020, "BPE-Dropout: Simple and Effective Subword Regularization")
+and subword sampling (Kudo 2018) segment each training sentence anew each time it is seen, a
+regularizer for small corpora trained for many epochs. datagen encodes each pair once, so this
+writes K samples of each (SentencePiece's own sampling: `enable_sampling`, where alpha is the
+probability of dropping a merge of a BPE model), dev and test unchanged, with the same
+vocabulary; the trainer then sees a pair in K segmentations over its epochs. Its stats.json counts
+one sample's target tokens, so that the time budget's epochs are epochs of the corpus's pairs.
+
+    python benchmarks/quality.py ... --train_pairs 7000 --work_dir /work/plain   # datagen, once
+    python benchmarks/subword_sampling.py --from_dir /work/plain/ja-en_7000 \\
+        --to_dir /work/sampled/ja-en_7000 --samples 16 --alpha 0.1 --sides both
+    python benchmarks/quality.py ... --train_pairs 7000 --work_dir /work/sampled
+
+The second quality.py call finds its data made (datagen checks it and goes on) and trains on it.
+"""
+
+import argparse
+import collections
+import json
+import os
+import shutil
+
+import sentencepiece
+
+from t2t_lite.config import EOS_ID
+from t2t_lite.data import shard_records
+
+SHARDS = 10  # as datagen writes a training split
+
+
+def copy_direction(from_dir, to_dir):
+    """to_dir/files (the training files copied, dev and test links kept) and to_dir/data without
+    the training split; the problem.json names to_dir's files, as datagen checks."""
+    os.makedirs(to_dir)
+    shutil.copytree(os.path.join(from_dir, "files"), os.path.join(to_dir, "files"),
+                    symlinks=True)
+    data = os.path.join(to_dir, "data")
+    shutil.copytree(os.path.join(from_dir, "data"), data, ignore=shutil.ignore_patterns(
+        "*-train-*", "*-train.stats.json", ".*.lock"))
+    (problem_json,) = [name for name in os.listdir(data) if name.endswith(".problem.json")]
+    with open(os.path.join(data, problem_json), encoding="utf-8") as f:
+        problem = json.load(f)
+    for split, paths in problem["files"].items():
+        problem["files"][split] = [os.path.join(to_dir, "files", os.path.basename(path))
+                                   for path in paths]
+    with open(os.path.join(data, problem_json), "w", encoding="utf-8") as f:
+        json.dump(problem, f, indent=2)
+    return data, problem_json[:-len(".problem.json")], problem
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--from_dir", required=True, help="a direction folder of quality.py's "
+                        "--work_dir (files/ and data/), e.g. /work/plain/ja-en_7000")
+    parser.add_argument("--to_dir", required=True, help="the new direction folder (must not "
+                        "exist), inside the --work_dir of the quality.py call that trains on it")
+    parser.add_argument("--samples", type=int, default=16, help="segmentations of each pair")
+    parser.add_argument("--alpha", type=float, default=0.1,
+                        help="BPE-dropout's probability of dropping a merge")
+    parser.add_argument("--sides", choices=("both", "source"), default="both",
+                        help="sample the targets' segmentation too, or the sources' only")
+    parser.add_argument("--seed", type=int, default=1, help="SentencePiece's sampling seed")
+    args = parser.parse_args()
+    if os.path.exists(args.to_dir):
+        parser.error(f"{args.to_dir} exists: give a new --to_dir")
+    from t2t_lite.backends.tensorflow import pipeline  # TFRecords, as datagen writes
+
+    data, name, problem = copy_direction(args.from_dir, args.to_dir)
+    sentencepiece.set_random_generator_seed(args.seed)
+    vocabulary = sentencepiece.SentencePieceProcessor(
+        model_file=os.path.join(data, f"{name}.sentencepiece.model"))
+
+    def encode(text, sample):
+        if sample:
+            return vocabulary.encode(text, enable_sampling=True, nbest_size=-1,
+                                     alpha=args.alpha) + [EOS_ID]
+        return vocabulary.encode(text) + [EOS_ID]
+
+    sides = []
+    for path in problem["files"]["train"]:
+        with open(path, encoding="utf-8") as f:
+            sides.append(f.read().splitlines())
+    pairs = [(s, t) for s, t in zip(*sides) if s.strip() and t.strip()]
+    paths = [os.path.join(data, f"{name}-train-{i:05d}-of-{SHARDS:05d}") for i in range(SHARDS)]
+    lengths, target_tokens = collections.Counter(), 0
+    with pipeline.ShardWriter(paths) as shards:
+        for _ in range(args.samples):
+            for source, target in pairs:
+                inputs = encode(source, True)
+                targets = encode(target, args.sides == "both")
+                shards.write(inputs, targets)
+                lengths[max(len(inputs), len(targets))] += 1
+                target_tokens += len(targets)
+    stats = {"examples": args.samples * len(pairs), "skipped_empty": len(sides[0]) - len(pairs),
+             "target_tokens": round(target_tokens / args.samples),
+             "lengths": {str(n): lengths[n] for n in sorted(lengths)},
+             "shards": {os.path.basename(path): shard_records.describe(path, count)
+                        for path, count in zip(paths, shards.counts)}}
+    with open(os.path.join(data, f"{name}-train.stats.json"), "w", encoding="utf-8") as f:
+        json.dump(stats, f, indent=1)
+    plain = sum(len(encode(target, False)) for _, target in pairs)
+    print(f"{args.samples} samples of {len(pairs):,} pairs (alpha {args.alpha}, {args.sides}): "
+          f"{stats['target_tokens']:,} target tokens a sample, {plain:,} unsampled")
+
+
+if __name__ == "__main__":
+    main()
