@@ -7,6 +7,9 @@ writes K samples of each (SentencePiece's own sampling: `enable_sampling`, where
 probability of dropping a merge of a BPE model), dev and test unchanged, with the same
 vocabulary; the trainer then sees a pair in K segmentations over its epochs. Its stats.json counts
 one sample's target tokens, so that the time budget's epochs are epochs of the corpus's pairs.
+Two calls write different samples: SentencePiece's sampling did not repeat across processes even
+after its set_random_generator_seed (85,237 to 85,369 target tokens a sample in five calls on
+7,000 ja-en pairs), so this takes no seed.
 
     python benchmarks/quality.py ... --train_pairs 7000 --work_dir /work/plain   # datagen, once
     python benchmarks/subword_sampling.py --from_dir /work/plain/ja-en_7000 \\
@@ -24,15 +27,17 @@ import shutil
 
 import sentencepiece
 
+from t2t_lite import registry
 from t2t_lite.config import EOS_ID
 from t2t_lite.data import shard_records
-
-SHARDS = 10  # as datagen writes a training split
+from t2t_lite.data.corpus import is_empty
+from t2t_lite.utils.files import write_text_atomically
 
 
 def copy_direction(from_dir, to_dir):
     """to_dir/files (the training files copied, dev and test links kept) and to_dir/data without
-    the training split; the problem.json names to_dir's files, as datagen checks."""
+    the training split; the problem.json names to_dir's files, as datagen checks. Returns the
+    data_dir and the problem's name."""
     os.makedirs(to_dir)
     shutil.copytree(os.path.join(from_dir, "files"), os.path.join(to_dir, "files"),
                     symlinks=True)
@@ -45,9 +50,8 @@ def copy_direction(from_dir, to_dir):
     for split, paths in problem["files"].items():
         problem["files"][split] = [os.path.join(to_dir, "files", os.path.basename(path))
                                    for path in paths]
-    with open(os.path.join(data, problem_json), "w", encoding="utf-8") as f:
-        json.dump(problem, f, indent=2)
-    return data, problem_json[:-len(".problem.json")], problem
+    write_text_atomically(os.path.join(data, problem_json), json.dumps(problem, indent=2) + "\n")
+    return data, problem_json[:-len(".problem.json")]
 
 
 def main():
@@ -61,29 +65,27 @@ def main():
                         help="BPE-dropout's probability of dropping a merge")
     parser.add_argument("--sides", choices=("both", "source"), default="both",
                         help="sample the targets' segmentation too, or the sources' only")
-    parser.add_argument("--seed", type=int, default=1, help="SentencePiece's sampling seed")
     args = parser.parse_args()
     if os.path.exists(args.to_dir):
         parser.error(f"{args.to_dir} exists: give a new --to_dir")
     from t2t_lite.backends.tensorflow import pipeline  # TFRecords, as datagen writes
 
-    data, name, problem = copy_direction(args.from_dir, args.to_dir)
-    sentencepiece.set_random_generator_seed(args.seed)
-    vocabulary = sentencepiece.SentencePieceProcessor(
-        model_file=os.path.join(data, f"{name}.sentencepiece.model"))
+    data, name = copy_direction(args.from_dir, args.to_dir)
+    # The problem datagen made: its pairs, shard names, vocabulary and stats file, as it reads
+    # and writes them.
+    problem = registry.problem(name, data)
+    vocabulary = problem.vocabulary(data)
+    sampler = sentencepiece.SentencePieceProcessor(model_proto=vocabulary.model_proto)
 
     def encode(text, sample):
         if sample:
-            return vocabulary.encode(text, enable_sampling=True, nbest_size=-1,
-                                     alpha=args.alpha) + [EOS_ID]
+            return sampler.encode(text, enable_sampling=True, nbest_size=-1,
+                                  alpha=args.alpha) + [EOS_ID]
         return vocabulary.encode(text) + [EOS_ID]
 
-    sides = []
-    for path in problem["files"]["train"]:
-        with open(path, encoding="utf-8") as f:
-            sides.append(f.read().splitlines())
-    pairs = [(s, t) for s, t in zip(*sides) if s.strip() and t.strip()]
-    paths = [os.path.join(data, f"{name}-train-{i:05d}-of-{SHARDS:05d}") for i in range(SHARDS)]
+    read = list(problem.text_pairs("train", None))
+    pairs = [pair for pair in read if not is_empty(pair)]
+    paths = problem.shard_paths("train", data)
     lengths, target_tokens = collections.Counter(), 0
     with pipeline.ShardWriter(paths) as shards:
         for _ in range(args.samples):
@@ -93,13 +95,12 @@ def main():
                 shards.write(inputs, targets)
                 lengths[max(len(inputs), len(targets))] += 1
                 target_tokens += len(targets)
-    stats = {"examples": args.samples * len(pairs), "skipped_empty": len(sides[0]) - len(pairs),
+    stats = {"examples": args.samples * len(pairs), "skipped_empty": len(read) - len(pairs),
              "target_tokens": round(target_tokens / args.samples),
              "lengths": {str(n): lengths[n] for n in sorted(lengths)},
              "shards": {os.path.basename(path): shard_records.describe(path, count)
                         for path, count in zip(paths, shards.counts)}}
-    with open(os.path.join(data, f"{name}-train.stats.json"), "w", encoding="utf-8") as f:
-        json.dump(stats, f, indent=1)
+    write_text_atomically(problem.stats_path("train", data), json.dumps(stats, indent=1) + "\n")
     plain = sum(len(encode(target, False)) for _, target in pairs)
     print(f"{args.samples} samples of {len(pairs):,} pairs (alpha {args.alpha}, {args.sides}): "
           f"{stats['target_tokens']:,} target tokens a sample, {plain:,} unsampled")
