@@ -26,3 +26,9 @@ def training_length_limit(hparams):
     training packs rows (the JAX path's), else max_length; messages name the one to change."""
     name = "packed_length" if hparams.packed_length else "max_length"
     return name, getattr(hparams, name)
+
+
+def nothing_fits(hparam, limit):
+    """The one message for a training share that keeps no example, every one longer than
+    `hparam`'s `limit`: the numpy, packed and multi-host JAX paths all raise it."""
+    return f"no training example is at most {hparam}={limit} long"

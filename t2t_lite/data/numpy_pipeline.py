@@ -11,7 +11,7 @@ data is two numbers a checkpoint holds and a resumed run continues exactly.
 
 import numpy as np
 
-from t2t_lite.data.buckets import buckets
+from t2t_lite.data.buckets import buckets, nothing_fits
 
 _LENGTH_MULTIPLE = 8  # longer-than-max_length evaluation examples: widths rounded up to this
 
@@ -98,7 +98,7 @@ class TrainingBatches(DealtBatches):
         self.widths = [boundary - 1 for boundary in self.boundaries]
         self._kept = np.flatnonzero(kept.lengths <= max_length)
         if not len(self._kept) and not shared:
-            raise ValueError(f"no training example is at most max_length={max_length} long")
+            raise ValueError(nothing_fits("max_length", max_length))
         self._bucket = np.searchsorted(self.boundaries, kept.lengths, side="right")
         counts = np.bincount(self._bucket[self._kept], minlength=len(self.rows))
         self.steps_per_bucket = [-(-int(n) // rows) for n, rows in zip(counts, self.rows)]

@@ -12,6 +12,7 @@ segment, positions from 0 in each: t2t_lite.models.transformer).
 
 import numpy as np
 
+from t2t_lite.data.buckets import nothing_fits
 from t2t_lite.data.numpy_pipeline import DealtBatches, examples_in_memory
 
 _OPEN_ROWS = 16  # rows still taking examples: more pack tighter and cost more time
@@ -49,7 +50,7 @@ class PackedBatches(DealtBatches):
         self.rows = devices * rows
         kept = np.flatnonzero(self.examples.lengths <= length)
         if not len(kept) and not shared:
-            raise ValueError(f"no training example is at most packed_length={length} long")
+            raise ValueError(nothing_fits("packed_length", length))
         order = np.random.default_rng([seed, 0, 2]).permutation(kept)
         sizes = [np.array([len(x) for x in side], "int64")
                  for side in (self.examples.inputs, self.examples.targets)]

@@ -6,7 +6,7 @@ import logging
 import os
 
 from t2t_lite.backends.base import Backend
-from t2t_lite.data.buckets import training_length_limit
+from t2t_lite.data.buckets import nothing_fits, training_length_limit
 from t2t_lite.utils.errors import UserError
 
 logger = logging.getLogger("t2t_lite")
@@ -97,7 +97,7 @@ class JaxBackend(Backend):
             data.steps_per_bucket = hosts.largest(data.steps_per_bucket)
             if not sum(data.steps_per_bucket):
                 hparam, limit = training_length_limit(hparams)
-                raise UserError(f"no training example is at most {hparam}={limit} long")
+                raise UserError(nothing_fits(hparam, limit))
         import jax
 
         hint = compile_hint(jax.default_backend(), data.steps_per_bucket)
