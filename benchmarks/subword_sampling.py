@@ -2,9 +2,10 @@
 
 BPE-dropout (Provilkov et al. 2020, "BPE-Dropout: Simple and Effective Subword Regularization")
 and subword sampling (Kudo 2018) segment each training sentence anew each time it is seen, a
-regularizer for small corpora trained for many epochs. datagen encodes each pair once, so this
-writes K samples of each (SentencePiece's own sampling: `enable_sampling`, where alpha is the
-probability of dropping a merge of a BPE model), dev and test unchanged, with the same
+regularizer for small corpora trained for many epochs. This made the data of the records before
+datagen could (`--bpe_dropout`, both sides; this can also sample the source only): it
+writes K samples of each pair (SentencePiece's own sampling: `enable_sampling`, where alpha is
+the probability of dropping a merge of a BPE model), dev and test unchanged, with the same
 vocabulary; the trainer then sees a pair in K segmentations over its epochs. Its stats.json counts
 one sample's target tokens, so that the time budget's epochs are epochs of the corpus's pairs.
 Two calls write different samples: SentencePiece's sampling did not repeat across processes even
@@ -24,8 +25,6 @@ import collections
 import json
 import os
 import shutil
-
-import sentencepiece
 
 from t2t_lite import registry
 from t2t_lite.config import EOS_ID
@@ -75,12 +74,10 @@ def main():
     # and writes them.
     problem = registry.problem(name, data)
     vocabulary = problem.vocabulary(data)
-    sampler = sentencepiece.SentencePieceProcessor(model_proto=vocabulary.model_proto)
 
     def encode(text, sample):
         if sample:
-            return sampler.encode(text, enable_sampling=True, nbest_size=-1,
-                                  alpha=args.alpha) + [EOS_ID]
+            return vocabulary.encode_sampled(text, args.alpha) + [EOS_ID]
         return vocabulary.encode(text) + [EOS_ID]
 
     read = list(problem.text_pairs("train", None))

@@ -6,6 +6,7 @@ problems.own_files.
 import glob
 import os
 
+from t2t_lite.config import EOS_ID
 from t2t_lite.data.corpus import read_parallel, read_tsv
 from t2t_lite.problems.own_files import OwnFilesProblem, check_new_name
 from t2t_lite.problems.translate import TranslationProblem
@@ -33,15 +34,36 @@ class TranslateFiles(OwnFilesProblem, TranslationProblem):
         super().__init__(name, spec)
         self.vocab_type = spec["vocab_type"]
         self.target_language = spec["target_lang"]
+        self.bpe_dropout = spec.get("bpe_dropout")  # {"alpha", "samples"}, or None
+
+    def segmentations(self, split):
+        """With BPE-dropout (Provilkov et al. 2020), `samples` random segmentations of each
+        training pair: the trainer sees a pair segmented anew each epoch, a regularizer for
+        small corpora seen for many epochs. Dev and test keep the one that decoding uses."""
+        return self.bpe_dropout["samples"] if split == "train" and self.bpe_dropout else 1
+
+    def encode_pair(self, split, pair, vocabulary):
+        """A random segmentation of both sides of a training pair with BPE-dropout, each merge
+        dropped with probability `alpha`."""
+        if split != "train" or not self.bpe_dropout:
+            return super().encode_pair(split, pair, vocabulary)
+        alpha = self.bpe_dropout["alpha"]
+        return (vocabulary.encode_sampled(pair[0], alpha) + [EOS_ID],
+                vocabulary.encode_sampled(pair[1], alpha) + [EOS_ID])
 
     @classmethod
     def create(cls, name, data_dir, *, files_dir=None, train=None, dev=None, test=None,
                source_lang=None, target_lang=None, vocab_size=8000, vocab_type="bpe",
-               vocab_from=None):
+               vocab_from=None, bpe_dropout=None, bpe_dropout_samples=16):
         """The problem `name` made of the given files, recorded in data_dir (see the module);
         `vocab_from`: the model_dir whose vocabulary (of vocab_size and vocab_type) datagen
-        adopts (TranslationProblem.adopt_vocabulary) instead of learning one."""
+        adopts (TranslationProblem.adopt_vocabulary) instead of learning one; `bpe_dropout`:
+        the probability of dropping a merge in each of `bpe_dropout_samples` segmentations of
+        every training pair (see segmentations)."""
         check_new_name(name)
+        if bpe_dropout and vocab_type != "bpe":
+            raise UserError(f"--bpe_dropout drops merges of a BPE vocabulary, and this one is "
+                            f"{vocab_type}: drop --bpe_dropout, or use --vocab_type=bpe")
         languages = [source_lang, target_lang] if source_lang and target_lang else None
         if bool(source_lang) != bool(target_lang):
             raise UserError("pass both --source_lang and --target_lang, or neither (TSV files)")
@@ -60,6 +82,8 @@ class TranslateFiles(OwnFilesProblem, TranslationProblem):
                 "vocab_type": vocab_type}
         if vocab_from:  # only then: the specs recorded before it existed stay the same
             spec["vocab_from"] = vocab_from
+        if bpe_dropout:  # as vocab_from
+            spec["bpe_dropout"] = {"alpha": bpe_dropout, "samples": bpe_dropout_samples}
         return cls.record(name, data_dir, spec)
 
     def text_pairs(self, split, raw_dir):

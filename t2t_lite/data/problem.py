@@ -2,15 +2,15 @@
 
 datagen writes each split as `{name}-{split}-NNNNN-of-MMMMM` TFRecord shards in data_dir, with a
 `{name}-{split}.stats.json` beside them (example count, pairs skipped for an empty side, target
-tokens (a time budget counts epochs by them), a histogram of example lengths, so the input
-pipeline can report what max_length drops without reading the data, and each shard's record:
-see t2t_lite.data.shard_records). Every file is written under a temporary name and renamed
-when complete, so an interrupted datagen never leaves a shard that reads as finished; a
-finished split is written again only when its shards no longer match their records.
+tokens of one encoding of each pair (a time budget counts epochs by them), a histogram of example
+lengths, so the input pipeline can report what max_length drops without reading the data, and
+each shard's record: see t2t_lite.data.shard_records), written by t2t_lite.data.split_writer.
+Every file is written under a temporary name and renamed when complete, so an interrupted
+datagen never leaves a shard that reads as finished; a finished split is written again only when
+its shards no longer match their records.
 """
 
 import collections
-import contextlib
 import glob
 import json
 import logging
@@ -21,19 +21,14 @@ import time
 from t2t_lite.config import EOS_ID
 from t2t_lite.data import shard_records
 from t2t_lite.data.buckets import training_length_limit
-from t2t_lite.data.corpus import is_empty, read_lines
+from t2t_lite.data.corpus import read_lines
+from t2t_lite.data.split_writer import remove_incomplete, write_split
 from t2t_lite.evaluation.metrics import bleu
 from t2t_lite.registry import snake_case
 from t2t_lite.utils.backend import keras_backend
 from t2t_lite.utils.errors import UserError
-from t2t_lite.utils.files import (
-    exclusive_lock,
-    make_directory,
-    write_refusals_named,
-    write_text_atomically,
-)
+from t2t_lite.utils.files import exclusive_lock, make_directory, write_text_atomically
 from t2t_lite.utils.json_records import read_record
-from t2t_lite.utils.progress import Progress
 
 logger = logging.getLogger("t2t_lite")
 # (data_dir, problem, split) whose unrecorded shards were warned about in this process.
@@ -77,6 +72,16 @@ class Problem:
     def build_vocabulary(self, data_dir, raw_dir):
         """Creates the vocabulary in data_dir if the problem learns one; returns it."""
         return self.vocabulary(data_dir)
+
+    def segmentations(self, split):
+        """How many encodings of each pair of `split` datagen writes, one a pass over the split
+        (t2t_lite.data.split_writer); own-corpus translation with BPE-dropout has several."""
+        return 1
+
+    def encode_pair(self, split, pair, vocabulary):
+        """The (inputs, targets) ids, EOS added, that datagen writes for a text pair of `split`."""
+        return (vocabulary.encode(pair[0]) + [EOS_ID],
+                vocabulary.encode_target(pair[1]) + [EOS_ID])
 
     # The names decode_metrics returns, and those of them where lower is better (loss and
     # perplexity, which every evaluation reports, are lower-is-better anyway).
@@ -185,12 +190,12 @@ class Problem:
         raw_dir = raw_dir or os.path.join(data_dir, "raw")
         with exclusive_lock(os.path.join(data_dir, f".{self.name}.datagen.lock"),
                             f"{data_dir} (datagen of {self.name})"):
-            self._remove_incomplete(data_dir)
+            remove_incomplete(data_dir, self.name)
             vocabulary = self.build_vocabulary(data_dir, raw_dir)
             for split in self.splits():
                 if self.has_data(data_dir, split) and self._verified(split, data_dir):
                     continue
-                self._write_split(split, data_dir, raw_dir, vocabulary)
+                write_split(self, split, data_dir, raw_dir, vocabulary)
 
     def _verified(self, split, data_dir):
         """Whether the finished shards of `split` hold what datagen wrote: by their checksums,
@@ -233,51 +238,6 @@ class Problem:
 
     def _write_stats(self, split, data_dir, stats):
         write_text_atomically(self.stats_path(split, data_dir), json.dumps(stats, indent=1) + "\n")
-
-    def _write_split(self, split, data_dir, raw_dir, vocabulary):
-        import t2t_lite.backends.tensorflow.pipeline as pipeline  # TFRecords, by TensorFlow
-
-        paths = self.shard_paths(split, data_dir)
-        temporary = [path + ".incomplete" for path in paths]
-        lengths = collections.Counter()
-        examples = skipped = target_tokens = 0
-        with (write_refusals_named(f"write the {split} data of {self.name}", data_dir),
-              Progress(f"{self.name} {split}: read", "pairs") as progress):
-            try:
-                with pipeline.ShardWriter(temporary) as shards:
-                    for pair in self.text_pairs(split, raw_dir):
-                        if progress.done == 0:
-                            progress.total = self.expected_pairs(split, raw_dir)
-                        progress.update(1)
-                        if is_empty(pair):
-                            skipped += 1
-                            continue
-                        inputs = vocabulary.encode(pair[0]) + [EOS_ID]
-                        targets = vocabulary.encode_target(pair[1]) + [EOS_ID]
-                        shards.write(inputs, targets)
-                        lengths[max(len(inputs), len(targets))] += 1
-                        examples, target_tokens = examples + 1, target_tokens + len(targets)
-                self._write_stats(split, data_dir, {
-                    "examples": examples, "skipped_empty": skipped, "target_tokens": target_tokens,
-                    "lengths": {str(n): lengths[n] for n in sorted(lengths)},
-                    "shards": {os.path.basename(final): shard_records.describe(path, count)
-                               for path, final, count in zip(temporary, paths, shards.counts)}})
-                for path, final in zip(temporary, paths):
-                    os.replace(path, final)
-            except BaseException:  # a full disk, a bad line, Ctrl-C: no partial shards stay
-                self._remove_incomplete(data_dir, split)
-                raise
-        skipped_note = f"; skipped {skipped:,} pairs with an empty side" if skipped else ""
-        logger.info("%s %s: %s examples in %d shards%s", self.name, split, f"{examples:,}",
-                    len(paths), skipped_note)
-
-    def _remove_incomplete(self, data_dir, split="*"):
-        """Removes the unfinished shards of `split` (default: of every split) in data_dir."""
-        pattern = os.path.join(glob.escape(data_dir), f"{glob.escape(self.name)}-{split}-*"
-                               ".incomplete")
-        for path in glob.glob(pattern):
-            with contextlib.suppress(OSError):  # a shard writer would overwrite it anyway
-                os.remove(path)
 
     def dataset(self, split, data_dir, hparams, *, training, input_context=None, seed=None):
         """Batches of ({"inputs", "targets"}, targets) for `split`; see pipeline.make_dataset."""

@@ -174,6 +174,12 @@ class SentencePieceVocabulary(Vocabulary):
     def encode(self, text):
         return self._processor.encode(text)
 
+    def encode_sampled(self, text, alpha):
+        """One random segmentation of `text` (SentencePiece's own sampling): for a BPE model,
+        BPE-dropout, each merge dropped with probability `alpha`. Not seedable: SentencePiece's
+        sampling does not repeat across processes."""
+        return self._processor.encode(text, enable_sampling=True, nbest_size=-1, alpha=alpha)
+
     def decode(self, ids):
         return self._processor.decode(strip_ids(ids))
 
