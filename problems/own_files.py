@@ -47,7 +47,8 @@ class OwnFilesProblem:
             saved = read_record(path, dict, f"restore it from a copy, or delete "
                                 f"{data_dir}/{name}* to make that data again")
             if saved != spec and set(made) - {path}:
-                changed = ", ".join(sorted(k for k in spec if saved.get(k) != spec[k]))
+                changed = ", ".join(sorted(k for k in spec.keys() | saved.keys()
+                                           if saved.get(k) != spec.get(k)))
                 raise UserError(f"{data_dir} has data of {name} made with other {changed} (see "
                                 f"{path}): use a new --problem name, or delete "
                                 f"{data_dir}/{name}* to remake it")

@@ -23,7 +23,7 @@ def write_split(problem, split, data_dir, raw_dir, vocabulary):
     one segmentation of every pair, so that the trainer's reader (interleaved shards, a shuffle
     buffer) meets a pair's segmentations about an epoch apart, not in one burst; the stats count
     one pass's target tokens, so that a time budget's epochs are epochs of the pairs."""
-    from t2t_lite.backends.tensorflow import pipeline  # TFRecords, by TensorFlow
+    import t2t_lite.backends.tensorflow.pipeline as pipeline  # TFRecords, by TensorFlow
 
     paths = problem.shard_paths(split, data_dir)
     temporary = [path + ".incomplete" for path in paths]
