@@ -21,15 +21,14 @@ The second quality.py call finds its data made (datagen checks it and goes on) a
 """
 
 import argparse
-import collections
 import json
 import os
 import shutil
 
 from t2t_lite import registry
 from t2t_lite.config import EOS_ID
-from t2t_lite.data import shard_records
 from t2t_lite.data.corpus import is_empty
+from t2t_lite.data.split_writer import write_split
 from t2t_lite.utils.files import write_text_atomically
 
 
@@ -67,41 +66,29 @@ def main():
     args = parser.parse_args()
     if os.path.exists(args.to_dir):
         parser.error(f"{args.to_dir} exists: give a new --to_dir")
-    from t2t_lite.backends.tensorflow import pipeline  # TFRecords, as datagen writes
-
     data, name = copy_direction(args.from_dir, args.to_dir)
-    # The problem datagen made: its pairs, shard names, vocabulary and stats file, as it reads
-    # and writes them.
-    problem = registry.problem(name, data)
-    vocabulary = problem.vocabulary(data)
+    # The problem datagen made (its pairs, shard names, vocabulary and stats file), writing
+    # its training split as datagen's --bpe_dropout does, or with the targets left unsampled.
+    made = registry.problem(name, data)
+    vocabulary = made.vocabulary(data)
 
-    def encode(text, sample):
-        if sample:
-            return vocabulary.encode_sampled(text, args.alpha) + [EOS_ID]
-        return vocabulary.encode(text) + [EOS_ID]
+    class Sampled(type(made)):
+        def segmentations(self, split):
+            return args.samples
 
-    read = list(problem.text_pairs("train", None))
-    pairs = [pair for pair in read if not is_empty(pair)]
-    paths = problem.shard_paths("train", data)
-    lengths, target_tokens = collections.Counter(), 0
-    with pipeline.ShardWriter(paths) as shards:
-        for _ in range(args.samples):
-            for source, target in pairs:
-                inputs = encode(source, True)
-                targets = encode(target, args.sides == "both")
-                shards.write(inputs, targets)
-                lengths[max(len(inputs), len(targets))] += 1
-                target_tokens += len(targets)
-    stats = {"examples": args.samples * len(pairs), "skipped_empty": len(read) - len(pairs),
-             "target_tokens": round(target_tokens / args.samples),
-             "lengths": {str(n): lengths[n] for n in sorted(lengths)},
-             "shards": {os.path.basename(path): shard_records.describe(path, count)
-                        for path, count in zip(paths, shards.counts)}}
-    write_text_atomically(problem.stats_path("train", data), json.dumps(stats, indent=1) + "\n")
-    plain = sum(len(encode(target, False)) for _, target in pairs)
-    print(f"{args.samples} samples of {len(pairs):,} pairs (alpha {args.alpha}, {args.sides}): "
-          f"{stats['target_tokens']:,} target tokens a sample, {plain:,} unsampled")
+        def encode_pair(self, split, pair, vocabulary):
+            target = (vocabulary.encode_sampled(pair[1], args.alpha) if args.sides == "both"
+                      else vocabulary.encode(pair[1]))
+            return vocabulary.encode_sampled(pair[0], args.alpha) + [EOS_ID], target + [EOS_ID]
 
+    problem = Sampled(name, made.spec)
+    write_split(problem, "train", data, None, vocabulary)
+    stats = problem.stats("train", data)
+    plain = sum(len(vocabulary.encode(pair[1])) + 1
+                for pair in made.text_pairs("train", None) if not is_empty(pair))
+    print(f"{args.samples} samples of {stats['examples'] // args.samples:,} pairs (alpha "
+          f"{args.alpha}, {args.sides}): {stats['target_tokens']:,} target tokens a sample, "
+          f"{plain:,} unsampled")
 
 if __name__ == "__main__":
     main()

@@ -40,8 +40,9 @@ def sized(epochs, value, most):
 
 def training_tokens(stats):
     """The training split's target tokens (EOS included) from its stats.json, as datagen counts
-    them (of one encoding of each pair: with BPE-dropout's several, epochs are of the pairs); from an older datagen's, the longer side's of each example (its histogram of lengths:
-    fewer epochs than were trained, so no more regularization than the rule gives); None without
+    them (of one encoding of each pair: with BPE-dropout's several, epochs are of the pairs);
+    from an older datagen's, the longer side's of each example (its histogram of lengths: fewer
+    epochs than were trained, so no more regularization than the rule gives); None without
     either."""
     if "target_tokens" in stats:
         return stats["target_tokens"]
