@@ -12,7 +12,6 @@ its shards no longer match their records.
 
 import collections
 import glob
-import json
 import logging
 import os
 import re
@@ -22,12 +21,12 @@ from t2t_lite.config import EOS_ID
 from t2t_lite.data import shard_records
 from t2t_lite.data.buckets import training_length_limit
 from t2t_lite.data.corpus import read_lines
-from t2t_lite.data.split_writer import remove_incomplete, write_split
+from t2t_lite.data.split_writer import remove_incomplete, write_split, write_stats
 from t2t_lite.evaluation.metrics import bleu
 from t2t_lite.registry import snake_case
 from t2t_lite.utils.backend import keras_backend
 from t2t_lite.utils.errors import UserError
-from t2t_lite.utils.files import exclusive_lock, make_directory, write_text_atomically
+from t2t_lite.utils.files import exclusive_lock, make_directory
 from t2t_lite.utils.json_records import read_record
 
 logger = logging.getLogger("t2t_lite")
@@ -223,7 +222,7 @@ class Problem:
                 stats.setdefault("examples", sum(counts))
                 stats["shards"] = {os.path.basename(path): shard_records.describe(path, count)
                                    for path, count in zip(paths, counts)}
-                self._write_stats(split, data_dir, stats)
+                write_stats(self, split, data_dir, stats)
         for damage in found:
             logger.warning("%s: writing the %s split of %s again", damage, split, self.name)
         return not found
@@ -235,9 +234,6 @@ class Problem:
             return read_record(self.stats_path(split, data_dir), dict, "")
         except (FileNotFoundError, UserError):
             return {}
-
-    def _write_stats(self, split, data_dir, stats):
-        write_text_atomically(self.stats_path(split, data_dir), json.dumps(stats, indent=1) + "\n")
 
     def dataset(self, split, data_dir, hparams, *, training, input_context=None, seed=None):
         """Batches of ({"inputs", "targets"}, targets) for `split`; see pipeline.make_dataset."""

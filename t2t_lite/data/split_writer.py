@@ -52,8 +52,7 @@ def write_split(problem, split, data_dir, raw_dir, vocabulary):
                      "lengths": {str(n): lengths[n] for n in sorted(lengths)},
                      "shards": {os.path.basename(final): shard_records.describe(path, count)
                                 for path, final, count in zip(temporary, paths, shards.counts)}}
-            write_text_atomically(problem.stats_path(split, data_dir),
-                                  json.dumps(stats, indent=1) + "\n")
+            write_stats(problem, split, data_dir, stats)
             for path, final in zip(temporary, paths):
                 os.replace(path, final)
         except BaseException:  # a full disk, a bad line, Ctrl-C: no partial shards stay
@@ -62,6 +61,11 @@ def write_split(problem, split, data_dir, raw_dir, vocabulary):
     skipped_note = f"; skipped {skipped:,} pairs with an empty side" if skipped else ""
     logger.info("%s %s: %s examples in %d shards%s", problem.name, split, f"{examples:,}",
                 len(paths), skipped_note)
+
+
+def write_stats(problem, split, data_dir, stats):
+    """Writes `stats` as `problem`'s stats.json of `split` (see t2t_lite.data.problem)."""
+    write_text_atomically(problem.stats_path(split, data_dir), json.dumps(stats, indent=1) + "\n")
 
 
 def remove_incomplete(data_dir, name, split="*"):
