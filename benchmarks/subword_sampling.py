@@ -26,7 +26,6 @@ import os
 import shutil
 
 from t2t_lite import registry
-from t2t_lite.config import EOS_ID
 from t2t_lite.data.corpus import is_empty
 from t2t_lite.data.split_writer import write_split
 from t2t_lite.utils.files import write_text_atomically
@@ -67,21 +66,19 @@ def main():
     if os.path.exists(args.to_dir):
         parser.error(f"{args.to_dir} exists: give a new --to_dir")
     data, name = copy_direction(args.from_dir, args.to_dir)
-    # The problem datagen made (its pairs, shard names, vocabulary and stats file), writing
-    # its training split as datagen's --bpe_dropout does, or with the targets left unsampled.
+    # The problem datagen made (its pairs, shard names, vocabulary and stats file), with the
+    # setting of datagen's --bpe_dropout (not recorded: the data stays the set's for datagen),
+    # so that its training split is written as that flag writes it, or with unsampled targets.
     made = registry.problem(name, data)
     vocabulary = made.vocabulary(data)
 
-    class Sampled(type(made)):
-        def segmentations(self, split):
-            return args.samples
-
+    class SourceOnly(type(made)):
         def encode_pair(self, split, pair, vocabulary):
-            target = (vocabulary.encode_sampled(pair[1], args.alpha) if args.sides == "both"
-                      else vocabulary.encode(pair[1]))
-            return vocabulary.encode_sampled(pair[0], args.alpha) + [EOS_ID], target + [EOS_ID]
+            inputs, _ = super().encode_pair(split, pair, vocabulary)
+            return inputs, made.encode_pair(split, pair, vocabulary)[1]
 
-    problem = Sampled(name, made.spec)
+    sampled = {**made.spec, "bpe_dropout": {"alpha": args.alpha, "samples": args.samples}}
+    problem = (SourceOnly if args.sides == "source" else type(made))(name, sampled)
     write_split(problem, "train", data, None, vocabulary)
     stats = problem.stats("train", data)
     plain = sum(len(vocabulary.encode(pair[1])) + 1
