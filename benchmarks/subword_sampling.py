@@ -26,7 +26,6 @@ import os
 import shutil
 
 from t2t_lite import registry
-from t2t_lite.data.corpus import is_empty
 from t2t_lite.data.split_writer import write_split
 from t2t_lite.utils.files import write_text_atomically
 
@@ -81,11 +80,11 @@ def main():
     problem = (SourceOnly if args.sides == "source" else type(made))(name, sampled)
     write_split(problem, "train", data, None, vocabulary)
     stats = problem.stats("train", data)
-    plain = sum(len(vocabulary.encode(pair[1])) + 1
-                for pair in made.text_pairs("train", None) if not is_empty(pair))
+    plain = made.stats("train", os.path.join(args.from_dir, "data"))["target_tokens"]
     print(f"{args.samples} samples of {stats['examples'] // args.samples:,} pairs (alpha "
           f"{args.alpha}, {args.sides}): {stats['target_tokens']:,} target tokens a sample, "
           f"{plain:,} unsampled")
+
 
 if __name__ == "__main__":
     main()
