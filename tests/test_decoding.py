@@ -300,7 +300,8 @@ def test_search_compiles_with_xla_to_the_same_results():
     model = random_model(vocab_size=9, seed=5, rare_eos=True)
     inputs = padded([[2, 3, 4, 5], [8, 2]])
     settings = SearchSettings(3, 0.6, 5)
-    compiled = tf.function(lambda x: beam_search(model, x, settings), jit_compile=True)
+    compiled = tf.function(lambda x: beam_search(model, x, settings), jit_compile=True,
+                           autograph=False)
     eager_ids, eager_scores = beam_search(model, inputs, settings)
     xla_ids, xla_scores = compiled(inputs)
     np.testing.assert_array_equal(xla_ids, eager_ids)
@@ -324,7 +325,8 @@ def test_cached_and_uncached_decoding_agree_on_the_trained_model(trained_reverse
     inputs = dev_inputs(trained_reverse)
     extra_length = trained_reverse.runner.hparams.extra_length
     uncached = tf.function(lambda x, k: search(UncachedDecoder(trained_model), x,
-                                               SearchSettings(k, 0.6, extra_length)))
+                                               SearchSettings(k, 0.6, extra_length)),
+                           autograph=False)
     for beam_size in (1, 4):
         cached_ids, cached_scores = search(trained_model, inputs,
                                            SearchSettings(beam_size, 0.6, extra_length))
