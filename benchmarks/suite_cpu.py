@@ -23,8 +23,6 @@ import time
 
 import pytest
 
-PHASES = ("setup", "call", "teardown")
-
 
 def _cpu_seconds():
     """(this process's CPU seconds, its waited-for children's)."""
