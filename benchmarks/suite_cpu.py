@@ -19,7 +19,6 @@ import json
 import os
 import resource
 import sys
-import time
 
 import pytest
 
@@ -34,15 +33,14 @@ def _cpu_seconds():
 def _logged(phase):
     @pytest.hookimpl(hookwrapper=True)
     def hook(item):
-        start, (own, children) = time.time(), _cpu_seconds()
+        own, children = _cpu_seconds()
         yield
         own_after, children_after = _cpu_seconds()
         directory = os.environ.get("SUITE_CPU_DIR", "suite_cpu")
         os.makedirs(directory, exist_ok=True)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(os.path.join(directory, f"{worker}.jsonl"), "a", encoding="utf-8") as f:
-            f.write(json.dumps({"test": item.nodeid, "phase": phase, "wall": time.time() - start,
-                                "own": own_after - own,
+            f.write(json.dumps({"test": item.nodeid, "phase": phase, "own": own_after - own,
                                 "children": children_after - children}) + "\n")
     return hook
 
