@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ import sys
 
 
 def test_own():
-{"".join("    " + line + chr(10) for line in BUSY.format(seconds=0.5).splitlines())}
+{textwrap.indent(BUSY.format(seconds=0.5), "    ")}
 
 def test_child():
     subprocess.run([sys.executable, "-c", {BUSY.format(seconds=0.5)!r}], check=True)
