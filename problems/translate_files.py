@@ -42,6 +42,9 @@ class TranslateFiles(OwnFilesProblem, TranslationProblem):
         small corpora seen for many epochs. Dev and test keep the one that decoding uses."""
         return self.bpe_dropout["samples"] if split == "train" and self.bpe_dropout else 1
 
+    def could_sample_subwords(self):
+        return self.vocab_type == "bpe" and not self.bpe_dropout
+
     def encode_pair(self, split, pair, vocabulary):
         """A random segmentation of both sides of a training pair with BPE-dropout, each merge
         dropped with probability `alpha`."""

@@ -258,7 +258,8 @@ class Runner:
             budget = TimeBudget(config.train_minutes, self.hparams.budget_cooldown,
                                 averaged=0 if config.save_every else config.average_last,
                                 corpus_tokens=corpus_tokens,
-                                sized=SizedRegularization.of(self.hparams, corpus_tokens))
+                                sized=SizedRegularization.of(self.hparams, corpus_tokens),
+                                suggest_sampling=self.problem.could_sample_subwords())
         started = self.experiment.init_from
         if (started and started["optimizer"] and not latest_checkpoint(self.model_dir.path)
                 and config.train_steps <= started["step"]):

@@ -98,3 +98,16 @@ def test_data_made_with_bpe_dropout_is_not_silently_remade_without_it(sampled, c
     code, _, err = run_cli(datagen.main, ["--problem=sampled", f"--data_dir={data}"], capsys)
     assert code == 0, err  # the recorded problem, already made: nothing to do
 
+
+
+def test_a_budget_suggests_bpe_dropout_only_where_datagen_could_add_it(sampled):
+    """The trainer's suggestion (training.regularization.subword_sampling_advice) is for data of
+    one's own corpus with a BPE vocabulary written without --bpe_dropout: not for data written
+    with it, nor for a unigram vocabulary (datagen refuses it there), nor a registered problem."""
+    _, data = sampled
+    problem = registry.problem("sampled", data)
+    assert not problem.could_sample_subwords()
+    plain = {**problem.spec, "bpe_dropout": None}
+    assert type(problem)("plain", plain).could_sample_subwords()
+    assert not type(problem)("plain", {**plain, "vocab_type": "unigram"}).could_sample_subwords()
+    assert not registry.problem("algorithmic_reverse").could_sample_subwords()

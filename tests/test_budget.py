@@ -13,7 +13,13 @@ import pytest
 from t2t_lite.training.budget import TimeBudget
 from t2t_lite.config import HParams
 from t2t_lite.training.loop import run_updates
-from t2t_lite.training.regularization import SizedRegularization, sized, training_tokens
+from t2t_lite.training.regularization import (
+    SUBWORD_SAMPLING_FROM,
+    SizedRegularization,
+    sized,
+    subword_sampling_advice,
+    training_tokens,
+)
 
 
 
@@ -32,7 +38,7 @@ class FakeClock:
 
 def budget_run(minutes, cooldown, averaged, seconds_per_update, evaluation_seconds=0.0,
                eval_every=0, log_every=50, save_every=10**9, corpus_tokens=None,
-               sized_rule=None, start_step=0):
+               sized_rule=None, start_step=0, suggest_sampling=False):
     """A run of run_updates on a fake clock: each update takes seconds_per_update, each
     evaluation (every eval_every updates) evaluation_seconds. Returns (budget, the updates as
     (clock at their start, rate factor), the steps saved at, and the estimates of the final
@@ -40,7 +46,7 @@ def budget_run(minutes, cooldown, averaged, seconds_per_update, evaluation_secon
     `weight_decays` each update's."""
     clock = FakeClock()
     budget = TimeBudget(minutes, cooldown, averaged, clock=clock, corpus_tokens=corpus_tokens,
-                        sized=sized_rule)
+                        sized=sized_rule, suggest_sampling=suggest_sampling)
     updates, saves, estimates, times, scales, decays = [], [], [], [], [], []
     step = start_step
 
@@ -250,3 +256,26 @@ def test_the_epochs_the_budget_allows_are_logged_a_tenth_in_without_sized_dropou
     caplog.clear()
     budget_run(minutes=10, cooldown=0.2, averaged=0, seconds_per_update=1.0)
     assert "epochs in" not in caplog.text
+
+
+@pytest.mark.parametrize("minutes, suggest, epochs", [
+    (15, True, None), (15.2, True, 46), (16, True, 48), (16, False, None)])
+def test_a_budget_of_many_epochs_suggests_bpe_dropout_once_on_data_without_it(
+        caplog, minutes, suggest, epochs):
+    """At 1 s and 10 target tokens an update on a corpus of 200 tokens, 15 minutes are 45
+    epochs (900 updates), 15.2 are 45.6, logged as ~46, and 16 are 48: from
+    SUBWORD_SAMPLING_FROM (46) epochs as logged, a run on data that could have been written with
+    BPE-dropout and was not suggests it, once, right after the epochs; otherwise nothing."""
+    assert SUBWORD_SAMPLING_FROM == 46
+    caplog.set_level(logging.INFO, logger="t2t_lite")
+    budget_run(minutes=minutes, cooldown=0.2, averaged=0, seconds_per_update=1.0,
+               corpus_tokens=200, suggest_sampling=suggest)
+    told = [record.getMessage() for record in caplog.records if "epochs" in record.getMessage()]
+    advice = [line for line in told if "--bpe_dropout" in line]
+    if epochs is None:
+        assert len(told) == 1 and not advice
+        return
+    assert told[0].startswith(f"~{epochs} epochs in the time budget:")
+    assert advice == [told[1]] == [subword_sampling_advice(epochs)]
+    assert advice[0].startswith("at 46 epochs or more, datagen's --bpe_dropout=0.05 gained")
+    assert subword_sampling_advice(45.49) is None and subword_sampling_advice(45.6) is not None

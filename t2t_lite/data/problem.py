@@ -77,6 +77,11 @@ class Problem:
         (t2t_lite.data.split_writer); own-corpus translation with BPE-dropout has several."""
         return 1
 
+    def could_sample_subwords(self):
+        """Whether datagen's --bpe_dropout could have written this problem's training split and
+        did not (then a budget of many epochs suggests it: training.regularization)."""
+        return False
+
     def encode_pair(self, split, pair, vocabulary):
         """The (inputs, targets) ids, EOS added, that datagen writes for a text pair of `split`."""
         return (vocabulary.encode(pair[0]) + [EOS_ID],

@@ -26,7 +26,7 @@ import logging
 import math
 import time
 
-from t2t_lite.training.regularization import DECIDE_AT
+from t2t_lite.training.regularization import DECIDE_AT, subword_sampling_advice
 
 logger = logging.getLogger("t2t_lite")
 
@@ -38,7 +38,7 @@ class TimeBudget:
     """The budget of one run, from its creation; `clock` is time.monotonic (a test's fake)."""
 
     def __init__(self, minutes, cooldown=0.2, averaged=0, clock=time.monotonic,
-                 corpus_tokens=None, sized=None):
+                 corpus_tokens=None, sized=None, suggest_sampling=False):
         self.clock = clock
         self.seconds = 60.0 * minutes
         self.start = clock()
@@ -54,6 +54,9 @@ class TimeBudget:
         self._first = self._last = None  # (time, step) after the first and the last update
         self.corpus_tokens = corpus_tokens  # the training split's target tokens, EOS included
         self.sized = sized  # a SizedRegularization; needs corpus_tokens
+        # Whether the data could have been written with BPE-dropout and was not: then the
+        # epochs, once known, may suggest it (regularization.subword_sampling_advice).
+        self.suggest_sampling = suggest_sampling
         self._tokens = 0.0  # target tokens trained since the first timed update
         self._epochs = None  # as estimated a tenth of the way in
         self._epochs_told = not corpus_tokens
@@ -116,6 +119,9 @@ class TimeBudget:
                     logger.info(self.sized.describe(epochs, step))
                 else:
                     logger.info(self.describe_epochs(epochs))
+                advice = self.suggest_sampling and subword_sampling_advice(epochs)
+                if advice:
+                    logger.info(advice)
 
     def final_step(self):
         """The step the run will reach by the deadline at its rate so far (evaluations and saves
