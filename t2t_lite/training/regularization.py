@@ -29,8 +29,9 @@ MANY_EPOCHS = 35
 DECIDE_AT = 0.1
 # Subword sampling (datagen's --bpe_dropout=0.05) gained on dev in all six runs whose budget
 # allowed 46-56 epochs and was level on the mean in the three of 32-35 (7,000 and 10,000
-# Japanese-English pairs, benchmarks/results/quality.md): from this many epochs (as the budget
-# logs them, rounded) a run on data written without it suggests it.
+# Japanese-English pairs, benchmarks/results/quality.md); the set's runs of the same pairs and
+# minutes on the data without it, which is what a run here counts, logged 47-60 and 35-39. From
+# this many epochs (as the budget logs them, rounded) a run on data without it suggests it.
 SUBWORD_SAMPLING_FROM = 46
 
 
