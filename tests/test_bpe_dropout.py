@@ -99,7 +99,6 @@ def test_data_made_with_bpe_dropout_is_not_silently_remade_without_it(sampled, c
     assert code == 0, err  # the recorded problem, already made: nothing to do
 
 
-
 def test_a_budget_suggests_bpe_dropout_only_where_datagen_could_add_it(sampled):
     """The trainer's suggestion (training.regularization.subword_sampling_advice) is for data of
     one's own corpus with a BPE vocabulary written without --bpe_dropout: not for data written
