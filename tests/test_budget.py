@@ -277,5 +277,5 @@ def test_a_budget_of_many_epochs_suggests_bpe_dropout_once_on_data_without_it(
         return
     assert told[0].startswith(f"~{epochs} epochs in the time budget:")
     assert advice == [told[1]] == [subword_sampling_advice(epochs)]
-    assert advice[0].startswith("at 46 epochs or more, datagen's --bpe_dropout=0.05 gained")
+    assert advice[0].startswith("at 46 epochs or more, datagen's --bpe_dropout=0.05 was ahead")
     assert subword_sampling_advice(45.49) is None and subword_sampling_advice(45.6) is not None

@@ -50,7 +50,7 @@ def build_parser():
                      help="BPE-dropout: write each training pair in several random "
                      "segmentations, each merge dropped with probability ALPHA (0.05 gained "
                      "in both directions on 7,000 Japanese-English pairs in 20 minutes; on "
-                     "10,000, level in 20 and ahead in 30 in three runs, both directions: see "
+                     "10,000, level in 20 and ahead in 30 in four runs, both directions: see "
                      "the own-corpus guide)")
     own.add_argument("--bpe_dropout_samples", type=int, metavar="K",
                      help="segmentations of each training pair with --bpe_dropout (default 16; "
