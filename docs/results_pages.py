@@ -147,7 +147,9 @@ def render(topic, charts):
             pictures[name] = chart_svg(record)
             lines.append(f"![{record['title']}]({topic}/{name}.svg)")
         else:
-            lines.append(f"*(A chart of the table below is on the site's {topic} page.)*")
+            # Named by its record: the table below a chart is often another record's.
+            lines.append(f"*(Chart on the site's {topic} page: {record['title']}; its numbers "
+                         f"are in `benchmarks/results/{topic}/{name}.json`.)*")
     return "\n".join(lines) + "\n", pictures
 
 
