@@ -40,8 +40,8 @@ def build_parser():
     own.add_argument("--vocab_size", type=int,
                      help="subwords in the shared vocabulary (default 8000; 32000 for "
                      "millions of pairs; on 50k pairs in 30 minutes 4000 measured level with "
-                     "8000 and 16000 worse; on 10k 4000 better into Japanese, worse into "
-                     "English: compare on dev)")
+                     "8000, 6000 better on one seed and 16000 worse; on 10k 4000 better into "
+                     "Japanese, worse into English: compare on dev)")
     own.add_argument("--vocab_type", choices=("bpe", "unigram"),
                      help="SentencePiece model (default bpe)")
     own.add_argument("--vocab_from", metavar="MODEL_DIR",
