@@ -39,8 +39,8 @@ def build_parser():
     own.add_argument("--target_lang", help="suffix of the target files, e.g. de")
     own.add_argument("--vocab_size", type=int,
                      help="subwords in the shared vocabulary (default 8000; 32000 for "
-                     "millions of pairs; on 50k pairs in 30 minutes 4000 measured level with "
-                     "8000, 6000 better on one seed and 16000 worse; on 10k 4000 better into "
+                     "millions of pairs; on 50k pairs in 30 minutes 4000 and 6000 (two "
+                     "seeds) measured level with 8000 and 16000 worse; on 10k 4000 better into "
                      "Japanese, worse into English: compare on dev)")
     own.add_argument("--vocab_type", choices=("bpe", "unigram"),
                      help="SentencePiece model (default bpe)")
