@@ -149,7 +149,7 @@ LOG_TIME = re.compile(r"^(\d\d):(\d\d):(\d\d) (.*)$")
 def run(command, log_path):
     """Runs `command`, its output appended to log_path; returns the output's lines."""
     print("+", " ".join(command), file=sys.stderr, flush=True)
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
     with open(log_path, "a", encoding="utf-8") as log:
         log.write(result.stdout + result.stderr)
     if result.returncode:
