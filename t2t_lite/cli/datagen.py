@@ -40,8 +40,9 @@ def build_parser():
     own.add_argument("--vocab_size", type=int,
                      help="subwords in the shared vocabulary (default 8000; 32000 for "
                      "millions of pairs; on 50k pairs in 30 minutes 4000 and 6000 (two "
-                     "seeds) measured level with 8000 and 16000 worse; on 10k 4000 better into "
-                     "Japanese, worse into English: compare on dev)")
+                     "seeds, a little ahead into Japanese) measured level with 8000 and 16000 "
+                     "worse; on 10k 4000 better into Japanese, worse into English: compare on "
+                     "dev)")
     own.add_argument("--vocab_type", choices=("bpe", "unigram"),
                      help="SentencePiece model (default bpe)")
     own.add_argument("--vocab_from", metavar="MODEL_DIR",
