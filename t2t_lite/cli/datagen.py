@@ -40,7 +40,7 @@ def build_parser():
     own.add_argument("--vocab_size", type=int,
                      help="subwords in the shared vocabulary (default 8000; 32000 for "
                      "millions of pairs; on 50k pairs (30 minutes) 4000 scored better into "
-                     "Japanese and worse into English, on 10k worse into Japanese and mixed into "
+                     "Japanese and worse into English, on 10k worse into Japanese and level into "
                      "English; 6000 level with 8000 or a little ahead, 16000 worse (50k) or "
                      "level at best (10k): compare on dev)")
     own.add_argument("--vocab_type", choices=("bpe", "unigram"),
