@@ -32,16 +32,10 @@ PARAMETERS_TAG = "parameters"
 TINY_MODEL = ("d_model=32,d_ff=64,num_heads=2,num_encoder_layers=1,num_decoder_layers=1,"
               "extra_length=5")
 
-# `!command` in IPython ignores the exit status; under the tests a failing command fails its cell.
-CHECK_SHELL_COMMANDS = """
-_run_shell = get_ipython().system
-def _run_shell_and_check(command):
-    _run_shell(command)
-    status = get_ipython().user_ns.get("_exit_code", 0)
-    if status:
-        raise RuntimeError(f"!{command} exited with status {status}")
-get_ipython().system = _run_shell_and_check
-"""
+# What each kernel runs first: failing `!commands` fail their cell; t2t-lite commands run in the
+# kernel's process.
+CHECK_SHELL_COMMANDS = (Path(__file__).resolve().parent / "notebook_commands.py").read_text(
+    encoding="utf-8")
 
 
 # A toy English -> German corpus for translate_your_corpus: word-by-word translations of random
