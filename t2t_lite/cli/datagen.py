@@ -42,7 +42,8 @@ def build_parser():
                      "millions of pairs; on 50k pairs (30 minutes) 4000 scored better into "
                      "Japanese and worse into English, on 10k worse into Japanese and level into "
                      "English; 6000 level with 8000 or a little ahead, 16000 worse (50k) or "
-                     "level at best (10k); on 2.5k 2000, 4000 and 8000 level: compare on dev)")
+                     "level at best (10k); on 2.5k 2000, 4000 and 8000 level into English, "
+                     "4000 a point ahead into Japanese (one seed): compare on dev)")
     own.add_argument("--vocab_type", choices=("bpe", "unigram"),
                      help="SentencePiece model (default bpe)")
     own.add_argument("--vocab_from", metavar="MODEL_DIR",
